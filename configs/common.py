@@ -1,0 +1,59 @@
+"""Shared config helpers: the typed `:key=value` argument string of every config file.
+
+`python launch.py --config=configs/x.py:seeds=3,debug=True` hands "seeds=3,debug=True" to
+`get_config(arg)`, which calls `parse_arg(arg, seeds=1, debug=False)`. Types come from the
+defaults, booleans are strict (`True/False/true/false/1/0`), unknown keys are rejected with the
+list of valid ones, so a typo never silently runs the default experiment.
+"""
+from typing import Any
+
+import ml_collections
+
+_TRUE = {"true", "1", "yes"}
+_FALSE = {"false", "0", "no"}
+
+
+class ConfigArgError(ValueError):
+  """A bad `:key=value` config argument (unknown key or value of the wrong type)."""
+
+
+def _convert(key: str, text: str, default: Any) -> Any:
+  if isinstance(default, bool):
+    low = text.strip().lower()
+    if low in _TRUE:
+      return True
+    if low in _FALSE:
+      return False
+    raise ConfigArgError(f"config arg {key}={text!r}: expected a boolean (True/False)")
+  if default is None or isinstance(default, str):
+    return text
+  try:
+    return type(default)(text)
+  except ValueError as e:
+    raise ConfigArgError(
+        f"config arg {key}={text!r}: expected {type(default).__name__}") from e
+
+
+def parse_arg(arg: str | None, **defaults: Any) -> ml_collections.ConfigDict:
+  """Parses "k1=v1,k2=v2" into a ConfigDict over `defaults`, typed by the defaults.
+
+  A bare token without `=` is shorthand for `token=True` when that default is a boolean
+  (`:debug` means `:debug=True`), as in big_vision.
+  """
+  out = dict(defaults)
+  for token in (arg or "").split(","):
+    token = token.strip()
+    if not token:
+      continue
+    key, sep, value = token.partition("=")
+    key = key.strip()
+    if key not in defaults:
+      valid = ", ".join(sorted(defaults)) or "(none)"
+      raise ConfigArgError(f"unknown config arg {key!r}; valid: {valid}")
+    if not sep:
+      if not isinstance(defaults[key], bool):
+        raise ConfigArgError(f"config arg {key!r} needs a value ({key}=...)")
+      out[key] = True
+    else:
+      out[key] = _convert(key, value, defaults[key])
+  return ml_collections.ConfigDict(out)

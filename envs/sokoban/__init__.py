@@ -1,0 +1,1 @@
+"""JAX-native Sokoban: env, level formats, reverse-play generator, BFS solver, text view."""

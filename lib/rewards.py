@@ -1,0 +1,103 @@
+"""Reward constructions of the world-model audit (GT / MIS / COIN / *-PERM conditions).
+
+GT   : embedding_similarity_reward(preds, true next observations, embedder)
+MIS  : embedding_similarity_reward(preds, mismatched_targets(true targets, seed), embedder)
+COIN : coin_reward(key, shape) — Bernoulli(p), independent of prompt, response and environment
+PERM : permute_within_group(scores, key) before computing advantages (scores kept, link broken)
+"""
+import re
+from typing import Callable, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+_NEXT_STATE = re.compile(r"<next_state>(.*?)</next_state>", re.DOTALL)
+
+
+def extract_next_state(text: str) -> str | None:
+  """The stripped content of the last complete <next_state>...</next_state> block, or None when
+  there is none or it is empty (the last block is the final answer when reasoning quotes tags)."""
+  blocks = _NEXT_STATE.findall(text)
+  if not blocks:
+    return None
+  content = blocks[-1].strip()
+  return content or None
+
+
+def embedding_similarity_reward(preds: Sequence[str], targets: Sequence[str],
+                                embedder: Callable[[list[str]], np.ndarray],
+                                threshold: float = 0.8) -> np.ndarray:
+  """Binary reward 1[cos(embed(pred), embed(target)) > threshold].
+
+  Args:
+    preds: N raw model responses; the prediction is read from <next_state>...</next_state>.
+      A response without an extractable prediction gets reward 0 and is not embedded.
+    targets: N target observations (plain text).
+    embedder: list of N' strings -> [N', D] array of embeddings (need not be normalised).
+    threshold: strict cosine-similarity threshold (the audit uses 0.8 with Qwen3-Embedding).
+  Returns:
+    [N] float32 array of 0/1 rewards.
+  """
+  if len(preds) != len(targets):
+    raise ValueError(f"{len(preds)} predictions but {len(targets)} targets")
+  rewards = np.zeros(len(preds), np.float32)
+  extracted = [extract_next_state(p) for p in preds]
+  keep = [i for i, e in enumerate(extracted) if e is not None]
+  if not keep:
+    return rewards
+  texts = [extracted[i] for i in keep] + [targets[i] for i in keep]
+  emb = np.asarray(embedder(texts), np.float64)
+  if emb.shape[0] != len(texts):
+    raise ValueError(f"embedder returned {emb.shape[0]} rows for {len(texts)} texts")
+  emb = emb / np.maximum(np.linalg.norm(emb, axis=-1, keepdims=True), 1e-12)
+  cos = (emb[:len(keep)] * emb[len(keep):]).sum(-1)
+  rewards[keep] = (cos > threshold).astype(np.float32)
+  return rewards
+
+
+def mismatched_targets(targets: Sequence[str], seed: int) -> list[str]:
+  """A text-level derangement of `targets`: out[i] != targets[i] for every i (as strings, so a
+  duplicate of the own target never counts as mismatched) and sorted(out) == sorted(targets).
+
+  Tries seeded random permutations first; when duplicates make those unlikely to succeed it
+  falls back to the classic construction (group equal texts, shift by the largest group).
+  Raises ValueError when no such derangement exists (one text fills more than half the list).
+  """
+  targets = list(targets)
+  n = len(targets)
+  counts: dict[str, int] = {}
+  for t in targets:
+    counts[t] = counts.get(t, 0) + 1
+  if n == 0:
+    return []
+  biggest = max(counts.values())
+  if 2 * biggest > n:
+    raise ValueError(f"no text-level derangement exists: one target occurs {biggest} times "
+                     f"among {n}")
+  rng = np.random.default_rng(seed)
+  for _ in range(64):
+    perm = rng.permutation(n)
+    if all(targets[perm[i]] != targets[i] for i in range(n)):
+      return [targets[j] for j in perm]
+  # Sort positions so equal texts are contiguous (groups in random order), then give each
+  # position the text `biggest` places further on: no group is longer than the shift.
+  group_rank = {t: r for r, t in enumerate(rng.permutation(sorted(counts)))}
+  order = sorted(rng.permutation(n), key=lambda i: group_rank[targets[i]])
+  out = [""] * n
+  for k, i in enumerate(order):
+    out[i] = targets[order[(k + biggest) % n]]
+  return out
+
+
+def coin_reward(key: jax.Array, shape: tuple[int, ...], p: float = 0.5) -> jax.Array:
+  """Independent Bernoulli(p) rewards of `shape` (float32), the zero-information COIN control."""
+  return jax.random.bernoulli(key, p, shape).astype(jnp.float32)
+
+
+def permute_within_group(x: jax.Array, key: jax.Array) -> jax.Array:
+  """Independently permutes each row of `x` [B, G] (each group's scores or advantages): the
+  multiset of every group is kept, the response-to-score link is broken (GT-PERM / MIS-PERM)."""
+  if x.ndim != 2:
+    raise ValueError(f"x must be [B, G]; got shape {x.shape}")
+  return jax.random.permutation(key, x, axis=1, independent=True)

@@ -1,0 +1,34 @@
+"""One TensorBoard writer per run directory.
+
+`launch.py` opens the writer for a run; experiment code asks for the same object with
+`tb.writer(workdir)` rather than opening a second event file in the same directory.
+"""
+import os
+
+from tensorboardX import SummaryWriter
+
+_WRITERS: dict[str, SummaryWriter] = {}
+
+
+def writer(workdir: str) -> SummaryWriter:
+  """Returns the run's SummaryWriter (events under `<workdir>/tb`), creating it once."""
+  path = os.path.abspath(workdir)
+  if path not in _WRITERS:
+    _WRITERS[path] = SummaryWriter(logdir=os.path.join(path, "tb"))
+  return _WRITERS[path]
+
+
+def close(workdir: str) -> None:
+  w = _WRITERS.pop(os.path.abspath(workdir), None)
+  if w is not None:
+    w.close()
+
+
+def scalars(workdir: str, step: int, values: dict, prefix: str = "") -> None:
+  """Writes every numeric entry of `values` as a scalar at `step`."""
+  w = writer(workdir)
+  for name, value in values.items():
+    try:
+      w.add_scalar(f"{prefix}{name}", float(value), step)
+    except (TypeError, ValueError):
+      continue

@@ -1,0 +1,67 @@
+"""What every trainer shares: the train-state pytree, the `apply_fn` protocol and its adapter for
+Flax NNX models, and per-token log-probabilities of given tokens.
+
+apply_fn protocol:  apply_fn(params, input_ids [B, T] int32, attention_mask [B, T]) -> logits
+[B, T, V], where logits[:, t] scores token t + 1. Trainers see only this function and a params
+pytree, so any model (lib/models, a test's tiny LM) plugs in through `nnx_apply_fn`.
+"""
+from typing import Any, Callable
+
+import flax.struct
+import jax
+import jax.numpy as jnp
+import optax
+from flax import nnx
+
+ApplyFn = Callable[[Any, jax.Array, jax.Array], jax.Array]
+
+
+@flax.struct.dataclass
+class TrainState:
+  """Optimizer step counter, trainable params and optimizer state (all pytrees of arrays)."""
+  step: jax.Array
+  params: Any
+  opt_state: Any
+
+  @classmethod
+  def create(cls, params: Any, tx: optax.GradientTransformation) -> "TrainState":
+    return cls(step=jnp.zeros((), jnp.int32), params=params, opt_state=tx.init(params))
+
+
+def positions_from_mask(attention_mask: jax.Array) -> jax.Array:
+  """Position ids that skip padding (left or right): cumsum(mask) - 1, clamped at 0."""
+  return jnp.maximum(jnp.cumsum(attention_mask.astype(jnp.int32), axis=-1) - 1, 0)
+
+
+def nnx_apply_fn(model: nnx.Module, compute_dtype: Any = None) -> tuple[ApplyFn, Any]:
+  """Splits an NNX model into (apply_fn, params).
+
+  The model is called as `model(input_ids, attention_mask=mask, positions=positions)`, the
+  lib/models signature. Non-trainable state (e.g. rotary tables) is closed over as constants.
+  With `compute_dtype` (e.g. jnp.bfloat16) floating params are cast on the fly, keeping float32
+  master weights in the optimizer (mixed precision).
+  """
+  graphdef, params, rest = nnx.split(model, nnx.Param, ...)
+
+  def apply_fn(p, input_ids, attention_mask):
+    if compute_dtype is not None:
+      p = jax.tree.map(
+          lambda x: x.astype(compute_dtype) if jnp.issubdtype(x.dtype, jnp.floating) else x, p)
+    m = nnx.merge(graphdef, p, rest)
+    logits = m(input_ids, attention_mask=attention_mask,
+               positions=positions_from_mask(attention_mask))
+    return logits.astype(jnp.float32)
+
+  return apply_fn, params
+
+
+def token_logprobs(logits: jax.Array, tokens: jax.Array,
+                   temperature: float = 1.0) -> jax.Array:
+  """log softmax(logits / temperature)[..., tokens]: [B, T, V], [B, T] -> [B, T] (float32).
+  Align first: logits[:, t] must be the scores *for* tokens[:, t]."""
+  logp = jax.nn.log_softmax(logits.astype(jnp.float32) / temperature, axis=-1)
+  return jnp.take_along_axis(logp, tokens[..., None].astype(jnp.int32), axis=-1)[..., 0]
+
+
+def count_params(params: Any) -> int:
+  return int(sum(x.size for x in jax.tree.leaves(params)))

@@ -1,0 +1,57 @@
+"""Accord: JAX research code for LLM agents that act in environments.
+
+Runs from the repository root without installation (`python launch.py ...`); `pip install -e .`
+installs the dependencies and makes the packages importable elsewhere.
+"""
+from setuptools import find_packages, setup
+
+CORE = [
+    "jax>=0.6,<0.11",
+    "flax>=0.11,<0.13",
+    "optax>=0.2.4,<0.3",
+    "orbax-checkpoint>=0.11,<0.13",
+    "chex>=0.1.89,<0.2",
+    "absl-py>=2.1,<3",
+    "ml-collections>=1.0,<2",
+    "tensorboardX>=2.6,<3",
+    "transformers>=4.56,<6",
+    "tokenizers>=0.21,<1",
+    "safetensors>=0.4,<1",
+    "numpy>=1.26,<3",
+    "scipy>=1.11,<2",
+    "tqdm>=4.66,<5",
+    "matplotlib>=3.8,<4",
+]
+
+ENVS = [
+    "gymnax>=1.0,<2",
+    "minigrid>=3.0,<4",
+    "crafter>=1.8,<2",
+]
+
+EXTRAS = {
+    "envs": ENVS,
+    "test": [
+        "pytest>=8,<10",
+        "pytest-xdist>=3.5,<4",
+        "hypothesis>=6.100,<7",
+        # Exactly this version: it installs from the CPU wheel on disk; any other pulls CUDA.
+        "torch==2.13.0",
+        *ENVS,
+    ],
+    "gpu": [
+        "jax[cuda12]>=0.6,<0.11",
+        "vllm>=0.8",
+    ],
+}
+
+setup(
+    name="accord",
+    version="0.1.0",
+    description="JAX research code for LLM agents: ConPAct, GenCoord, world-model audit",
+    python_requires=">=3.11",
+    packages=find_packages(include=["configs*", "lib*", "envs*", "agents*", "experiments*"]),
+    py_modules=["launch"],
+    install_requires=CORE,
+    extras_require=EXTRAS,
+)

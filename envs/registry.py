@@ -19,6 +19,14 @@ def _add(env_id: str, target: str) -> None:
 
 # Built-in environments, one line each: (env id, "module:factory").
 for _env_id, _target in [
+    ("MinecraftWorkcell-v0", "envs.minecraft.env:make"),
+    ("Sokoban-v0", "envs.sokoban.env:make_sokoban"),
+    ("BabyAI-GoToRedBall-v0", "envs.minigrid.env:goto_red_ball"),
+    ("BabyAI-GoToObj-v0", "envs.minigrid.env:goto_obj"),
+    ("BabyAI-GoToLocal-v0", "envs.minigrid.env:goto_local"),
+    ("BabyAI-GoTo-v0", "envs.minigrid.env:goto"),
+    ("BabyAI-GoToDoor-v0", "envs.minigrid.env:goto_door"),
+    ("BabyAI-BlockedUnlockPickup-v0", "envs.minigrid.env:blocked_unlock_pickup"),
 ]:
   _add(_env_id, _target)
 

@@ -9,6 +9,7 @@ from typing import Callable
 
 EXPERIMENTS: dict[str, str] = {
     "smoke": "experiments.smoke",
+    "serve": "experiments.serve",
 }
 
 

@@ -75,7 +75,7 @@ def make_sft_step(apply_fn: ApplyFn, tx: optax.GradientTransformation, accum_ste
     params = optax.apply_updates(state.params, updates)
     metrics = {
         "loss": loss,
-        "grad_norm": optax.global_norm(grads),
+        "grad_norm": optax.tree.norm(grads),
         "target_tokens": met["weight"],
         "train_tokens": batch["attention_mask"].astype(jnp.float32).sum(),
     }

@@ -133,13 +133,13 @@ class QwenConfig:
 
 
 def _qwen2(**kw) -> QwenConfig:
-  return QwenConfig(model_type="qwen2", qkv_bias=True, o_bias=False, qk_norm=False, rope_theta=1e6,
-                    max_position_embeddings=32768, **kw)
+  base = dict(qkv_bias=True, o_bias=False, qk_norm=False, rope_theta=1e6, max_position_embeddings=32768)
+  return QwenConfig(model_type="qwen2", **{**base, **kw})
 
 
 def _qwen3(**kw) -> QwenConfig:
-  return QwenConfig(model_type="qwen3", qkv_bias=False, o_bias=False, qk_norm=True, rope_theta=1e6,
-                    max_position_embeddings=40960, **kw)
+  base = dict(qkv_bias=False, o_bias=False, qk_norm=True, rope_theta=1e6, max_position_embeddings=40960)
+  return QwenConfig(model_type="qwen3", **{**base, **kw})
 
 
 # Real sizes follow the released config.json files; the tiny ones exist for tests and benchmarks.

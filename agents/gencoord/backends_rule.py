@@ -1,0 +1,236 @@
+"""Model-free commitment backends (zero learned calls unless they stand in for a model).
+
+- `program`: the programmatic direct-DSL reference (what the data builder's targets say): the
+  sender writes its full SELF+REQ for its private binding; the receiver copies the delivered
+  requested path into its SELF; the requester follows the response. It stands in for a
+  perfectly trained model, so it is charged one learned call per generation.
+- `rule_minimal_request`: forwards the sender's private binding; the public composer expands
+  the binding code into both role-local paths (the receiver re-composes from `bind=`).
+- `explicit_factor`: composes field by field from canonical factors (oracle factors).
+- `case_table`: complete-case lookup of training targets; an unseen case yields no proposal.
+- `tfidf_nn`: nearest training context under TF-IDF cosine similarity, then the composer.
+With no delivered request a receiver falls back to the first branch of the public codebook.
+"""
+import collections
+import json
+import math
+import re
+
+import numpy as np
+
+from agents.gencoord import backends, capability, crossproduct, templates
+from agents.gencoord.backends import NO_PROPOSAL
+from agents.gencoord.dsl import ParseError, PeerRequest, Proposal, parse, serialize
+from agents.gencoord.prompt import render
+
+
+_TEXT_CACHE: dict = {}
+
+
+def _memo(key, make):
+  # Composed texts are pure functions of the public branch: serialise each one once.
+  hit = _TEXT_CACHE.get(key)
+  if hit is None:
+    hit = make()
+    if len(_TEXT_CACHE) < 65_536:
+      _TEXT_CACHE[key] = hit
+  return hit
+
+
+def _proposal(branch: templates.Branch, peer: str) -> str:
+  return serialize(Proposal(branch.sender_path, (PeerRequest(peer, branch.receiver_path),)))
+
+
+def _self_only(path) -> str:
+  return serialize(Proposal(tuple(path), ()))
+
+
+def incoming_request(text: str | None):
+  """The delivered request line parsed on its own, or None when absent or undecodable."""
+  if not text:
+    return None
+  try:
+    q = parse("SELF -\n" + text)
+  except ParseError:
+    return None
+  return q.peer_requests[0] if q.peer_requests else None
+
+
+def _bind_of(request) -> str | None:
+  for t in request.requested_plan:
+    if "bind" in t.args:
+      return t.args["bind"]
+  return None
+
+
+class _Composer:
+  """Shared stage logic: subclasses decide how the sender's binding is obtained."""
+  name = "composer"
+  learned_calls = 0
+
+  def generate(self, contexts):
+    return [self._one(c) for c in contexts]
+
+  def sender_binding(self, ctx) -> str | None:
+    return ctx.observation.get("active_binding")
+
+  def _branch(self, ctx, binding, sender, receiver):
+    return templates.get(ctx.observation["template"]).branch(binding, sender, receiver,
+                                                             ctx.observation["scale"])
+
+  def _text(self, ctx, binding, sender, receiver, kind) -> str:
+    """Serialised proposal (kind="proposal") or receiver SELF (kind="receiver"), memoised on
+    the public key that fully determines it."""
+    key = (type(self).__name__, ctx.observation["template"], binding, sender, receiver,
+           ctx.observation["scale"], kind)
+
+    def make():
+      branch = self._branch(ctx, binding, sender, receiver)
+      if kind == "proposal":
+        return _proposal(branch, receiver)
+      return _self_only(branch.receiver_path)
+    return _memo(key, make)
+
+  def _one(self, ctx) -> str:
+    stage = ctx.stage
+    if stage in ("sender_initial",):
+      b = self.sender_binding(ctx)
+      if b is None:
+        return NO_PROPOSAL
+      return self._text(ctx, b, ctx.agent, ctx.peer, "proposal")
+    if stage == "receiver_after_request":
+      return self.receiver(ctx)
+    if stage == "requester_initial":
+      default = ctx.prior["codebook"][0]
+      return self._text(ctx, default, ctx.agent, ctx.peer, "proposal")
+    if stage == "requester_after_response":
+      initial = parse(ctx.history[0])
+      tmpl = templates.get(ctx.observation["template"])
+      asked = capability.requested_branch(tmpl, initial.peer_requests[0], ctx.agent, ctx.peer)
+      body = json.loads(ctx.incoming)
+      response = capability.Response(body.get("decision"), body.get("reason"),
+                                     body.get("counter_offer_id"))
+      b = capability.branch_of_response(response, asked)
+      return NO_PROPOSAL if b is None else _proposal(
+          self._branch(ctx, b, ctx.agent, ctx.peer), ctx.peer)
+    if stage == "centralized":
+      mode = ctx.observation["views"][ctx.peer].get("workcell_mode")
+      b = capability.MODE_BRANCH.get(mode, ctx.prior["codebook"][0])
+      return self._text(ctx, b, ctx.agent, ctx.peer, "proposal")
+    raise ValueError(f"{self.name} has no policy for stage {stage!r}")
+
+  def receiver(self, ctx) -> str:
+    request = incoming_request(ctx.incoming)
+    b = _bind_of(request) if request is not None else ctx.prior["codebook"][0]
+    if b is None or b not in ctx.prior["codebook"]:
+      return NO_PROPOSAL
+    return self._text(ctx, b, ctx.peer, ctx.agent, "receiver")
+
+
+class ProgramBackend(_Composer):
+  name = "program"
+  learned_calls = 1
+
+  def receiver(self, ctx) -> str:
+    request = incoming_request(ctx.incoming)
+    if request is None:
+      if ctx.incoming:
+        return NO_PROPOSAL
+      return super().receiver(ctx)
+    return _self_only(request.requested_plan)
+
+
+class RuleMinimalRequest(_Composer):
+  name = "rule_minimal_request"
+
+
+class ExplicitFactorComposer(_Composer):
+  """Builds the branch from canonical factor fields (cross-product suite) or the binding."""
+  name = "explicit_factor"
+
+  def sender_binding(self, ctx):
+    f = ctx.observation.get("factors")
+    if f is None:
+      return ctx.observation.get("active_binding")
+    return "+".join((f["recipe"], f["destination"], f["actor"], f["multiplier"]))
+
+  def _branch(self, ctx, binding, sender, receiver):
+    if ctx.observation["template"] == crossproduct.TEMPLATE.name:
+      return crossproduct.compose_factors(*crossproduct.factors(binding), sender, receiver,
+                                          binding)
+    return super()._branch(ctx, binding, sender, receiver)
+
+
+def case_key(ctx) -> tuple:
+  """A complete case: stage, template, scale, the private facts and the incoming message,
+  with agent names replaced by roles so role permutations share a case."""
+  obs = {k: v for k, v in ctx.observation.items() if k != "inventory"}
+  text = json.dumps(obs, sort_keys=True, default=list) + "|" + (ctx.incoming or "")
+  text = text.replace(ctx.agent, "<self>").replace(ctx.peer, "<peer>")
+  return ctx.stage, text
+
+
+class CaseTable:
+  """Complete-case lookup table over training (context, target) rows."""
+  name = "case_table"
+  learned_calls = 0
+
+  def __init__(self, rows=()):
+    self.table = {}
+    for ctx, target in rows:
+      self.table[case_key(ctx)] = target.replace(ctx.agent, "<self>").replace(ctx.peer,
+                                                                                "<peer>")
+
+  def generate(self, contexts):
+    out = []
+    for ctx in contexts:
+      hit = self.table.get(case_key(ctx))
+      out.append(NO_PROPOSAL if hit is None else
+                 hit.replace("<self>", ctx.agent).replace("<peer>", ctx.peer))
+    return out
+
+
+_TOKEN = re.compile(r"[A-Za-z0-9_]+")
+
+
+class TfidfNearest(_Composer):
+  """Nearest training context (TF-IDF cosine over rendered prompts) -> its binding."""
+  name = "tfidf_nn"
+
+  def __init__(self, rows=()):
+    rows = list(rows)          # (context, binding) pairs of sender-stage training rows
+    self.bindings = [b for _, b in rows]
+    self.templates = np.array([c.observation["template"] for c, _ in rows])
+    docs = [collections.Counter(_TOKEN.findall(render(c))) for c, _ in rows]
+    vocab = sorted({w for d in docs for w in d})
+    self.index = {w: i for i, w in enumerate(vocab)}
+    df = np.zeros(len(vocab))
+    for d in docs:
+      for w in d:
+        df[self.index[w]] += 1
+    self.idf = np.log((1 + len(docs)) / (1 + df)) + 1.0
+    self.matrix = np.stack([self._vec(d) for d in docs]) if docs else np.zeros((0, len(vocab)))
+
+  def _vec(self, counts) -> np.ndarray:
+    v = np.zeros(len(self.index))
+    for w, n in counts.items():
+      if w in self.index:
+        v[self.index[w]] = (1 + math.log(n)) * self.idf[self.index[w]]
+    norm = np.linalg.norm(v)
+    return v / norm if norm else v
+
+  def sender_binding(self, ctx):
+    if not len(self.bindings):
+      return None
+    scores = self.matrix @ self._vec(collections.Counter(_TOKEN.findall(render(ctx))))
+    # Only neighbours of the same public template name an admissible branch.
+    scores = np.where(self.templates == ctx.observation["template"], scores, -np.inf)
+    return self.bindings[int(np.argmax(scores))] if np.isfinite(scores.max()) else None
+
+
+backends.register("program", ProgramBackend)
+backends.register("rule_minimal_request", RuleMinimalRequest)
+backends.register("explicit_factor", ExplicitFactorComposer)
+backends.register("oracle_factors", ExplicitFactorComposer)
+backends.register("case_table", CaseTable)
+backends.register("tfidf_nn", TfidfNearest)

@@ -1,0 +1,134 @@
+"""Episodes (one role view of a semantic cluster) and the model-visible local contexts.
+
+`Episode` holds everything the runtime needs: the public instantiation ξ_pub (agents, named
+locations, template codebook), the private facts (the sender's active binding, the peer's
+workcell mode), the static world layout and the role permutation. Backends never see an
+`Episode`: they receive a `LocalContext` holding only what that agent may see.
+"""
+import dataclasses
+import functools
+import json
+from typing import Any, Mapping
+
+from agents.gencoord import templates
+from envs.minecraft.world import Layout
+
+
+@dataclasses.dataclass(frozen=True)
+class PublicInstance:
+  """ξ_pub: what every agent and the checker may know about this episode."""
+  agents: tuple
+  locations: Mapping[str, str]     # location name -> kind
+  template: str
+  codebook: tuple                  # admissible binding ids of the template
+
+
+@dataclasses.dataclass(frozen=True)
+class Episode:
+  episode_id: str
+  cluster_id: str
+  suite: str
+  template: str
+  binding: str                     # the true branch (private to the sender / implied by mode)
+  sender: str                      # sender / requester
+  receiver: str                    # receiver / peer
+  role_view: int                   # 0: agent_a sends, 1: agent_b sends
+  scale: int
+  variant: int
+  layout: Layout
+  peer_mode: str = "GENERAL"       # receiver's private workcell mode
+  view: str = "full"               # task-structure visibility: full / skeleton / node_only
+  split: str = ""
+
+  @functools.cached_property
+  def public(self) -> PublicInstance:
+    tmpl = templates.get(self.template)
+    return PublicInstance(tuple(self.layout.agent_starts),
+                          {n: loc.kind for n, loc in self.layout.locations.items()},
+                          self.template, tmpl.bindings)
+
+  def branch(self, binding: str | None = None) -> templates.Branch:
+    return templates.get(self.template).branch(binding or self.binding, self.sender,
+                                               self.receiver, self.scale)
+
+  @property
+  def terminal(self) -> tuple:
+    return self.branch().terminal
+
+  def inventory(self, agent: str) -> dict:
+    return dict(self.layout.agent_starts[agent][1])
+
+
+@dataclasses.dataclass(frozen=True)
+class LocalContext:
+  """Model-visible input x_i: decision agent, observation, history, incoming message, peer,
+  shared prior (template name + structure view). `stage` names the learned stage."""
+  stage: str                       # sender_initial | receiver_after_request | requester_initial
+  agent: str                       # | requester_after_response | centralized
+  peer: str
+  observation: Mapping[str, Any]
+  history: tuple = ()
+  incoming: str | None = None
+  prior: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+  episode_id: str = ""
+
+
+STAGES = ("sender_initial", "receiver_after_request", "requester_initial",
+          "requester_after_response", "centralized", "sender_after_obtain")
+
+
+def _prior(ep: Episode) -> dict:
+  tmpl = templates.get(ep.template)
+  return {"template": tmpl.name, "family": tmpl.family, "codebook": tmpl.bindings,
+          "view": ep.view}
+
+
+def _obs(ep: Episode, agent: str, role: str, **private) -> dict:
+  return {"role": role, "template": ep.template, "scale": ep.scale,
+          "inventory": ep.inventory(agent), **private}
+
+
+def _private_factors(ep: Episode) -> dict:
+  """Canonical factor fields of a factorised binding (cross-product suite), else nothing."""
+  if ep.template != "order_xprod":
+    return {}
+  recipe, destination, actor, multiplier = ep.binding.split("+")
+  return {"factors": {"recipe": recipe, "destination": destination, "actor": actor,
+                      "multiplier": multiplier}}
+
+
+def sender_context(ep: Episode) -> LocalContext:
+  obs = _obs(ep, ep.sender, "sender", active_binding=ep.binding, **_private_factors(ep))
+  return LocalContext("sender_initial", ep.sender, ep.receiver, obs, prior=_prior(ep),
+                      episode_id=ep.episode_id)
+
+
+def receiver_context(ep: Episode, incoming: str | None) -> LocalContext:
+  obs = _obs(ep, ep.receiver, "receiver")
+  return LocalContext("receiver_after_request", ep.receiver, ep.sender, obs,
+                      incoming=incoming, prior=_prior(ep), episode_id=ep.episode_id)
+
+
+def requester_context(ep: Episode, initial: str | None = None,
+                      response: str | None = None) -> LocalContext:
+  obs = _obs(ep, ep.sender, "requester")
+  if initial is None:
+    return LocalContext("requester_initial", ep.sender, ep.receiver, obs, prior=_prior(ep),
+                        episode_id=ep.episode_id)
+  return LocalContext("requester_after_response", ep.sender, ep.receiver, obs,
+                      history=(initial,), incoming=response, prior=_prior(ep),
+                      episode_id=ep.episode_id)
+
+
+def centralized_context(ep: Episode) -> LocalContext:
+  """Both current local views merged (the centralized full-information reference)."""
+  obs = {"role": "central", "template": ep.template, "scale": ep.scale,
+         "views": {ep.sender: _obs(ep, ep.sender, "requester"),
+                   ep.receiver: _obs(ep, ep.receiver, "peer", workcell_mode=ep.peer_mode)}}
+  return LocalContext("centralized", ep.sender, ep.receiver, obs, prior=_prior(ep),
+                      episode_id=ep.episode_id)
+
+
+def json_bytes(x) -> bytes:
+  """Canonical UTF-8 JSON payload (used to count state-aggregation bytes)."""
+  return json.dumps(x, sort_keys=True, separators=(",", ":"), default=list).encode()

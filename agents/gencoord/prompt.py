@@ -1,0 +1,39 @@
+"""Deterministic text rendering of a `LocalContext` (the prompt a learned backend reads).
+
+Sections: stage, decision agent and peer, local observation (private facts included only when
+they are in this agent's observation), history, incoming message and the shared prior. The
+same rendering feeds the data builder, the TF-IDF neighbour rule and learned backends.
+"""
+import json
+
+from agents.gencoord import structure
+from agents.gencoord.episode import LocalContext
+
+_INSTRUCTIONS = {
+    "sender_initial": "Write your own skill path and the path you request from the peer.",
+    "receiver_after_request": "Write the downstream path you commit to; request nothing.",
+    "requester_initial": "Write your own skill path and the path you request from the peer.",
+    "requester_after_response": "Revise your proposal so it follows the peer's response.",
+    "centralized": "Write the joint plan: your path and the peer's path.",
+    "sender_after_obtain": "Write your next local step.",
+}
+
+
+def _compact(x) -> str:
+  return json.dumps(x, sort_keys=True, separators=(",", ":"), default=list)
+
+
+def render(ctx: LocalContext) -> str:
+  lines = [f"stage: {ctx.stage}", f"agent: {ctx.agent}", f"peer: {ctx.peer}",
+           f"observation: {_compact(dict(ctx.observation))}"]
+  for k, h in enumerate(ctx.history):
+    lines.append(f"history[{k}]: {h}")
+  if ctx.incoming is not None:
+    lines.append(f"incoming: {ctx.incoming}")
+  prior = dict(ctx.prior)
+  lines.append(f"prior: template={prior.get('template')} family={prior.get('family')} "
+               f"codebook={','.join(prior.get('codebook', ()))}")
+  if prior.get("template"):
+    lines.append("structure: " + structure.render(prior["template"], prior.get("view", "full")))
+  lines.append("task: " + _INSTRUCTIONS.get(ctx.stage, "Answer in Short DSL."))
+  return "\n".join(lines)

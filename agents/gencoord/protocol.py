@@ -1,0 +1,237 @@
+"""Closed loops: Algorithm S1 (forward resolution) and S2 (bounded feedback resolution).
+
+Both loops are batched by stage: every episode's first-stage context goes to the backend in
+one `generate` call, then every surviving episode's second stage, so learned backends batch
+across episodes. Everything after generation (parse -> contract check -> resolve ->
+materialize -> compile -> execute -> verify) is deterministic and backend-independent.
+
+Conditions are interventions on what crosses the boundary, with the world, call schedule and
+executor unchanged: forward `true` / `removed` (receiver gets no request; the two SELF paths are
+joined) / `alternative` (the same template's request for the other binding replaces REQ);
+feedback `local` (requester alone commits its initial proposal) / `correct` / `counterfactual`
+(the response of the paired workcell mode is injected) / `centralized` (one call on merged views).
+"""
+import dataclasses
+
+from agents.gencoord import capability, episode as E, resolve, templates
+from agents.gencoord.contract import valid_proposal
+from agents.gencoord.dsl import ParseError, PeerRequest, Proposal, parse, request_line
+from agents.gencoord.materialize import MaterializationError, materialize
+from agents.gencoord.verify import execute_and_verify
+
+FAIL_CODES = ("PARSE_FAILURE", "CONTRACT_REJECT", "RESOLUTION_CONFLICT",
+              "MATERIALIZATION_FAILURE", "EXECUTION_FAILURE", "HANDOFF_FAILURE",
+              "TERMINAL_FAILURE")
+FORWARD_CONDITIONS = ("true", "removed", "alternative")
+FEEDBACK_CONDITIONS = ("local", "correct", "counterfactual", "centralized")
+
+
+@dataclasses.dataclass(frozen=True)
+class Success:
+  commitment: resolve.Commitment
+  plan: object
+
+
+@dataclasses.dataclass(frozen=True)
+class NoCommitment:
+  reason: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Fail:
+  code: str
+  detail: str = ""
+
+  def __post_init__(self):
+    if self.code not in FAIL_CODES:
+      raise ValueError(f"unknown failure code {self.code!r}")
+
+
+@dataclasses.dataclass
+class Record:
+  """One episode's outcome and online metrics."""
+  ep: E.Episode
+  condition: str
+  backend: str
+  result: object = None
+  raw_valid: bool = True
+  model_calls: int = 0
+  wire_bytes: int = 0
+  response_bytes: int = 0
+  aggregation_bytes: int = 0
+  executor_actions: int = 0
+  handoff_verified: bool = False
+  commitment: resolve.Commitment | None = None
+  texts: list = dataclasses.field(default_factory=list)
+
+  @property
+  def success(self) -> bool:
+    return isinstance(self.result, Success)
+
+  @property
+  def failure_code(self) -> str:
+    if isinstance(self.result, Fail):
+      return self.result.code
+    return "NO_COMMITMENT" if isinstance(self.result, NoCommitment) else ""
+
+
+def _decode(rec: Record, text: str, agent: str):
+  """Parse + contract check; sets rec.result on failure and returns the proposal or None."""
+  rec.texts.append(text)
+  try:
+    q = parse(text)
+  except ParseError as e:
+    rec.raw_valid = False
+    rec.result = Fail("PARSE_FAILURE", str(e))
+    return None
+  if not valid_proposal(q, agent, rec.ep.public):
+    rec.result = Fail("CONTRACT_REJECT", "typed contract check failed")
+    return None
+  return q
+
+
+def _one_request(q: Proposal) -> bool:
+  return len(q.peer_requests) == 1 and bool(q.peer_requests[0].requested_plan)
+
+
+def _alternative(ep: E.Episode) -> PeerRequest:
+  """The executable request that would be correct under the template's other binding."""
+  codebook = templates.get(ep.template).bindings
+  other = codebook[(codebook.index(ep.binding) + 1) % len(codebook)]
+  return PeerRequest(ep.receiver, ep.branch(other).receiver_path)
+
+
+def _ground(rec: Record, c) -> None:
+  """Materialize -> compile -> execute -> verify for a resolved commitment (or a Conflict)."""
+  ep = rec.ep
+  if isinstance(c, resolve.Conflict):
+    rec.result = Fail("RESOLUTION_CONFLICT", c.reason)
+    return
+  rec.commitment = c
+  plan = materialize(c, templates.get(ep.template), ep.layout, ep.scale, ep.episode_id)
+  if isinstance(plan, MaterializationError):
+    rec.result = Fail("MATERIALIZATION_FAILURE", plan.reason)
+    return
+  outcome = execute_and_verify(plan, ep.layout.reset(), ep.terminal)
+  rec.executor_actions = outcome.actions
+  rec.handoff_verified = outcome.handoff_verified
+  rec.result = (Success(c, plan) if outcome.status == "SUCCESS"
+                else Fail(outcome.status, outcome.detail))
+
+
+def run_forward(episodes, backend, condition: str = "true") -> list[Record]:
+  """Algorithm S1 over a batch of episodes under a request condition."""
+  if condition not in FORWARD_CONDITIONS:
+    raise ValueError(f"unknown forward condition {condition!r}; valid: {FORWARD_CONDITIONS}")
+  recs = [Record(ep, condition, backend.name) for ep in episodes]
+  texts = backend.generate([E.sender_context(ep) for ep in episodes])
+  stage2, delivered, senders = [], [], []
+  for rec, text in zip(recs, texts):
+    rec.model_calls += backend.learned_calls
+    q = _decode(rec, text, rec.ep.sender)
+    if q is None:
+      continue
+    if not _one_request(q):
+      rec.result = Fail("CONTRACT_REJECT", "sender must request exactly one non-empty path")
+      continue
+    if condition == "alternative":
+      q = Proposal(q.self_plan, (_alternative(rec.ep),))
+    message = None if condition == "removed" else request_line(q)
+    rec.wire_bytes = len(message.encode()) if message else 0
+    stage2.append(rec)
+    delivered.append(message)
+    senders.append(q)
+  texts = backend.generate([E.receiver_context(r.ep, m) for r, m in zip(stage2, delivered)])
+  for rec, q_snd, text in zip(stage2, senders, texts):
+    rec.model_calls += backend.learned_calls
+    ep = rec.ep
+    q_rcv = _decode(rec, text, ep.receiver)
+    if q_rcv is None:
+      continue
+    if not q_rcv.self_plan or q_rcv.peer_requests:
+      rec.result = Fail("CONTRACT_REJECT", "receiver must answer with SELF path and REQ -")
+      continue
+    if condition == "removed":
+      c = resolve.resolve_self_plans(q_snd, q_rcv, ep.sender, ep.receiver)
+    else:
+      c = resolve.resolve_forward(q_snd, q_rcv, ep.sender, ep.receiver)
+    _ground(rec, c)
+  return recs
+
+
+def _direct(rec: Record, q: Proposal) -> None:
+  """Commit a single proposal as is (requester-local and centralized conditions)."""
+  ep = rec.ep
+  tmpl = templates.get(ep.template)
+  b = resolve.proposal_branch(tmpl, q, ep.sender, ep.receiver)
+  c = resolve.join(resolve.normalize_path(q.self_plan, ep.sender),
+                   resolve.normalize_path(q.peer_requests[0].requested_plan, ep.receiver),
+                   ep.sender, ep.receiver, "direct", binding=b)
+  _ground(rec, c)
+
+
+def run_feedback(episodes, backend, condition: str = "correct",
+                 response_override=None) -> list[Record]:
+  """Algorithm S2 over a batch of Goal x Capability episodes.
+
+  response_override(response, episode) -> response replaces the policy's answer (tests use it
+  to inject invalid responses).
+  """
+  if condition not in FEEDBACK_CONDITIONS:
+    raise ValueError(f"unknown feedback condition {condition!r}; valid: {FEEDBACK_CONDITIONS}")
+  recs = [Record(ep, condition, backend.name) for ep in episodes]
+  if condition == "centralized":
+    contexts = [E.centralized_context(ep) for ep in episodes]
+    for rec, ctx in zip(recs, contexts):
+      views = ctx.observation["views"]
+      rec.aggregation_bytes = len(E.json_bytes(views))
+  else:
+    contexts = [E.requester_context(ep) for ep in episodes]
+  texts = backend.generate(contexts)
+  stage2, responses, initials = [], [], []
+  for rec, text in zip(recs, texts):
+    rec.model_calls += backend.learned_calls
+    ep = rec.ep
+    q0 = _decode(rec, text, ep.sender)
+    if q0 is None:
+      continue
+    if not _one_request(q0):
+      rec.result = Fail("CONTRACT_REJECT", "requester must request exactly one non-empty path")
+      continue
+    rec.wire_bytes = len(request_line(q0).encode())
+    if condition in ("local", "centralized"):
+      _direct(rec, q0)
+      continue
+    tmpl = templates.get(ep.template)
+    args = (tmpl, q0.peer_requests[0], ep.sender, ep.receiver, ep.peer_mode)
+    rho = capability.respond(*args)
+    if condition == "counterfactual":
+      rho = capability.counterfactual(rho, *args)
+    if response_override is not None:
+      rho = response_override(rho, ep)
+    if not capability.response_valid(rho):
+      rec.result = Fail("CONTRACT_REJECT", f"invalid response {rho!r}")
+      continue
+    rec.response_bytes = len(rho.wire().encode())
+    rec.wire_bytes += rec.response_bytes
+    if rho.decision == "REJECT":
+      rec.result = NoCommitment(rho.reason)
+      continue
+    stage2.append(rec)
+    responses.append(rho)
+    initials.append((q0, text))
+  texts = backend.generate([E.requester_context(r.ep, t0, rho.wire())
+                            for r, (_, t0), rho in zip(stage2, initials, responses)])
+  for rec, (q0, _), rho, text in zip(stage2, initials, responses, texts):
+    rec.model_calls += backend.learned_calls
+    ep = rec.ep
+    q1 = _decode(rec, text, ep.sender)
+    if q1 is None:
+      continue
+    if not _one_request(q1) or q1.peer_requests[0].target != q0.peer_requests[0].target:
+      rec.result = Fail("CONTRACT_REJECT", "revision must keep one request to the same peer")
+      continue
+    c = resolve.resolve_feedback(templates.get(ep.template), q0, rho, q1, ep.sender,
+                                 ep.receiver)
+    _ground(rec, c)
+  return recs

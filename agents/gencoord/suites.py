@@ -1,0 +1,110 @@
+"""Task suites and split generators with the paper's cluster counts.
+
+A semantic cluster is one (template, binding, world variant, scale); its two role views (which
+agent sends) are the episodes. Clusters come in binding pairs that share world variant and
+scale, so the receiver's context is identical within a pair until the request arrives.
+
+  forward("train")            480 clusters (60 per template, balanced bindings)
+  forward("heldout")          128 clusters (16 per template)
+  forward("intervention")     160 clusters (20 per template)
+  forward("heldout_template")  80 clusters (10 per template, unseen quantity scale 3)
+  cross_product("unseen")      60 unseen binding cross-products (+ 60 seen for training)
+  capability()                 40 clusters: 2 goals x 2 workcell modes x 10 world variants
+  visibility(view)             96 clusters: 3 motifs x 32, under full / skeleton / node_only
+Variant ranges are disjoint across splits, so no world is shared between pools.
+"""
+import functools
+
+from agents.gencoord import capability, crossproduct, motifs, templates
+from agents.gencoord.episode import Episode
+from envs.minecraft.layout import make_layout
+
+AGENTS = ("agent_a", "agent_b")
+CORE = ("build_site", "chest_ab", "chest_or_table", "planks_or_sticks", "deposit_or_build",
+        "dual_build", "active_order", "remaining_terminal")
+FORWARD_SPLITS = {"train": (60, 0), "heldout": (16, 10_000), "intervention": (20, 20_000),
+                  "heldout_template": (10, 30_000)}
+COUNTS = {"train": 480, "heldout": 128, "intervention": 160, "heldout_template": 80,
+          "cross_product": 60, "capability": 40, "visibility": 96}
+
+
+@functools.lru_cache(maxsize=4096)
+def _layout(variant: int, fuel_for: tuple = ()):
+  return make_layout(variant, AGENTS, extra_items={a: {"oak_planks": 8} for a in fuel_for})
+
+
+def _views(cluster_id, suite, template, binding, variant, scale, split, peer_mode="GENERAL",
+           view="full", fuel=False) -> list[Episode]:
+  out = []
+  for role_view, (snd, rcv) in enumerate((AGENTS, AGENTS[::-1])):
+    layout = _layout(variant, AGENTS if fuel else ())
+    if peer_mode != "GENERAL":
+      layout = layout.with_mode(rcv, peer_mode)
+    out.append(Episode(f"{cluster_id}/r{role_view}", cluster_id, suite, template, binding,
+                       snd, rcv, role_view, scale, variant, layout, peer_mode, view, split))
+  return out
+
+
+def forward(split: str, templates_=CORE) -> list[Episode]:
+  per_template, offset = FORWARD_SPLITS[split]
+  eps = []
+  for t_index, name in enumerate(templates_):
+    bindings = templates.get(name).bindings
+    for i in range(per_template):
+      variant = offset + 1000 * t_index + i // 2
+      scale = 3 if split == "heldout_template" else 1 + (i // 2) % 2
+      eps += _views(f"{split}/{name}/{i:03d}", "forward", name, bindings[i % 2], variant,
+                    scale, split)
+  return eps
+
+
+def cross_product(split: str = "unseen") -> list[Episode]:
+  """Cross-product clusters: `unseen` (the 60-cluster test pool) or `seen` (training cases)."""
+  if split not in ("seen", "unseen"):
+    raise ValueError(f"cross_product split must be seen/unseen, got {split!r}")
+  codes = [c for c in crossproduct.CODES if crossproduct.is_unseen(c) == (split == "unseen")]
+  return [ep for i, code in enumerate(codes)
+          for ep in _views(f"xprod_{split}/{i:03d}", "cross_product", "order_xprod", code,
+                           40_000 + i + (500 if split == "unseen" else 0), 1, split)]
+
+
+def capability_suite() -> list[Episode]:
+  """20 matched pairs: same goal and world variant, the peer's workcell mode flipped."""
+  eps = []
+  for goal in capability.GOALS:
+    for w in range(10):
+      for mode in ("RAW_PROCESSOR", "FINISHED_RECEIVER"):
+        eps += _views(f"capability/{goal}/w{w}/{mode}", "capability", f"capability_{goal}",
+                      capability.MODE_BRANCH[mode], 50_000 + w, 1, "capability", mode)
+  return eps
+
+
+def visibility(view: str = "full") -> list[Episode]:
+  eps = []
+  for motif in motifs.MOTIFS:
+    name = motifs.MOTIF_TEMPLATES[motif]
+    bindings = templates.get(name).bindings
+    for i in range(32):
+      eps += _views(f"visibility/{motif}/{i:03d}", "visibility", name, bindings[i % 2],
+                    60_000 + 100 * motifs.MOTIFS.index(motif) + i // 2, 1, "visibility",
+                    view=view, fuel=True)
+  return eps
+
+
+def clusters(episodes) -> dict:
+  """cluster_id -> episodes of that cluster (role views)."""
+  out: dict = {}
+  for ep in episodes:
+    out.setdefault(ep.cluster_id, []).append(ep)
+  return out
+
+
+def suite(name: str, **kwargs) -> list[Episode]:
+  """Suite registry used by configs: forward splits, cross_product, capability, visibility."""
+  if name in FORWARD_SPLITS:
+    return forward(name)
+  makers = {"cross_product": cross_product, "cross_product_seen": lambda: cross_product("seen"),
+            "capability": capability_suite, "visibility": visibility}
+  if name not in makers:
+    raise KeyError(f"unknown suite {name!r}; valid: {sorted([*FORWARD_SPLITS, *makers])}")
+  return makers[name](**kwargs)

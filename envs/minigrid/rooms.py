@@ -1,0 +1,243 @@
+"""Room-grid level-building blocks in JAX (the parts of Farama's `RoomGrid` the tasks use).
+
+Farama builds levels by rejection sampling (`place_obj`, `place_agent`, `connect_all`,
+`check_objs_reachable`). Rejection sampling until acceptance draws uniformly from the accepted
+set, so each step here samples directly from a mask of acceptable cells: the distribution of
+levels is Farama's, the random stream is not. Everything is jit/vmap friendly.
+
+A room grid has `rows x cols` square rooms of side `size` sharing walls:
+width = (size - 1) * cols + 1, height = (size - 1) * rows + 1, room (i, j) spans
+x in [i*(size-1), i*(size-1)+size), y in [j*(size-1), j*(size-1)+size).
+"""
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from envs.minigrid import constants as C
+
+
+@dataclasses.dataclass(frozen=True)
+class RoomLayout:
+  rows: int
+  cols: int
+  size: int
+
+  @property
+  def width(self) -> int:
+    return (self.size - 1) * self.cols + 1
+
+  @property
+  def height(self) -> int:
+    return (self.size - 1) * self.rows + 1
+
+  @property
+  def default_agent_pos(self) -> tuple[int, int]:
+    """Where `RoomGrid._gen_grid` parks the agent before a mission places it (centre room)."""
+    step = self.size - 1
+    return ((self.cols // 2) * step + self.size // 2, (self.rows // 2) * step + self.size // 2)
+
+  def walls(self) -> np.ndarray:
+    """uint8 [W, H, 3]: every room's wall rectangle, everything else empty."""
+    grid = np.zeros((self.width, self.height, 3), np.uint8)
+    grid[..., 0] = C.EMPTY
+    step = self.size - 1
+    wall = (C.WALL, C.GREY, 0)
+    for k in range(self.cols + 1):
+      grid[k * step, :] = wall
+    for k in range(self.rows + 1):
+      grid[:, k * step] = wall
+    return grid
+
+
+def room_mask(layout: RoomLayout, i: jax.Array, j: jax.Array) -> jax.Array:
+  """bool [W, H]: the rectangle of room (i, j), walls included (as Farama's place_in_room)."""
+  xs = jnp.arange(layout.width)[:, None]
+  ys = jnp.arange(layout.height)[None, :]
+  x0, y0 = i * (layout.size - 1), j * (layout.size - 1)
+  return (xs >= x0) & (xs < x0 + layout.size) & (ys >= y0) & (ys < y0 + layout.size)
+
+
+class Draws:
+  """Pre-drawn uniforms in [0, 1), handed out in order.
+
+  One `jax.random.uniform` call per level instead of one threefry per decision keeps compile
+  times and CPU cost low; consumers turn a uniform into an integer or a cell index exactly."""
+
+  def __init__(self, key: jax.Array, n: int):
+    self.u = jax.random.uniform(key, (n,))
+    self.n, self.i = n, 0
+
+  def take(self, *shape: int) -> jax.Array:
+    size = int(np.prod(shape, dtype=np.int64))
+    if self.i + size > self.n:
+      raise ValueError(f"Draws exhausted: {self.i} + {size} > {self.n}")
+    out = self.u[self.i:self.i + size].reshape(shape)
+    self.i += size
+    return out
+
+
+def uniform_int(u: jax.Array, low, high) -> jax.Array:
+  """Uniform integer in [low, high) from u in [0, 1)."""
+  n = high - low
+  return (low + jnp.minimum(jnp.floor(u * n).astype(jnp.int32), n - 1)).astype(jnp.int32)
+
+
+def pick_index(u: jax.Array, flat_mask: jax.Array) -> tuple[jax.Array, jax.Array]:
+  """A uniform True index of a 1-D bool mask from u in [0, 1): (index, ok)."""
+  counts = jnp.cumsum(flat_mask.astype(jnp.int32))
+  total = counts[-1]
+  r = uniform_int(u, 0, jnp.maximum(total, 1))
+  return jnp.argmax(counts > r).astype(jnp.int32), total > 0
+
+
+def sample_cell(u: jax.Array, mask: jax.Array) -> tuple[jax.Array, jax.Array]:
+  """A uniform cell of a bool [W, H] mask: (int32 [2] (x, y), ok). ok is False if none exists."""
+  idx, ok = pick_index(u, mask.reshape(-1))
+  h = mask.shape[1]
+  return jnp.stack([idx // h, idx % h]).astype(jnp.int32), ok
+
+
+def near(pos: jax.Array, shape: tuple[int, int]) -> jax.Array:
+  """bool [W, H]: cells at Manhattan distance < 2 of pos (Farama's `reject_next_to`)."""
+  xs = jnp.arange(shape[0])[:, None]
+  ys = jnp.arange(shape[1])[None, :]
+  return (jnp.abs(xs - pos[0]) + jnp.abs(ys - pos[1])) < 2
+
+
+def is_free(grid: jax.Array) -> jax.Array:
+  return grid[..., 0] == C.EMPTY
+
+
+def put(grid: jax.Array, pos: jax.Array, cell, where=True) -> jax.Array:
+  cell = jnp.asarray(cell, jnp.uint8)
+  return grid.at[pos[0], pos[1]].set(jnp.where(where, cell, grid[pos[0], pos[1]]))
+
+
+def add_object(u, grid, mask, agent_pos, cell):
+  """`RoomGrid.add_object`/`place_in_room`: a free cell of `mask` not next to the agent.
+
+  Returns (grid, pos, ok)."""
+  valid = mask & is_free(grid) & ~near(agent_pos, grid.shape[:2])
+  pos, ok = sample_cell(u, valid)
+  return put(grid, pos, cell, ok), pos, ok
+
+
+def random_object(u: jax.Array) -> jax.Array:
+  """uint8 [3]: a key, ball or box of a uniform color (Farama's distractor draw); u: [2]."""
+  typ = jnp.array([C.KEY, C.BALL, C.BOX])[uniform_int(u[0], 0, 3)]
+  color = uniform_int(u[1], 0, C.N_COLORS)
+  return jnp.stack([typ, color, 0]).astype(jnp.uint8)
+
+
+def place_agent(u, grid, mask) -> tuple[jax.Array, jax.Array, jax.Array]:
+  """`RoomGrid.place_agent`: a free cell of `mask` and a direction whose front cell is empty
+  or a wall. Returns (pos, dir, ok)."""
+  w, h = grid.shape[:2]
+  padded = jnp.pad(grid[..., 0], 1, constant_values=C.WALL)
+  fronts = []
+  for dx, dy in C.DIR_TO_VEC:
+    front = padded[1 + dx:1 + dx + w, 1 + dy:1 + dy + h]
+    fronts.append((front == C.EMPTY) | (front == C.WALL))
+  valid = (mask & is_free(grid))[..., None] & jnp.stack(fronts, axis=-1)   # [W, H, 4]
+  idx, ok = pick_index(u, valid.reshape(-1))
+  pos = jnp.stack([idx // (h * 4), (idx // 4) % h]).astype(jnp.int32)
+  return pos, (idx % 4).astype(jnp.int32), ok
+
+
+def sample_door_offsets(u, layout: RoomLayout) -> tuple[jax.Array, jax.Array]:
+  """Door positions along every shared wall, as `RoomGrid._gen_grid` draws them.
+
+  Returns (east_y, south_x), int32 [cols, rows] each: the door between room (i, j) and its east
+  neighbour sits at (i*(size-1)+size-1, east_y[i, j]); towards its south neighbour at
+  (south_x[i, j], j*(size-1)+size-1). Entries without a neighbour are unused.
+  u: uniforms [2, cols, rows].
+  """
+  step = layout.size - 1
+  tops_x = jnp.arange(layout.cols)[:, None] * step
+  tops_y = jnp.arange(layout.rows)[None, :] * step
+  east_y = tops_y + uniform_int(u[0], 1, layout.size - 1)
+  south_x = tops_x + uniform_int(u[1], 1, layout.size - 1)
+  return east_y.astype(jnp.int32), south_x.astype(jnp.int32)
+
+
+def door_pos(layout: RoomLayout, offsets, i, j, k) -> jax.Array:
+  """Position of side k (0 east, 1 south, 2 west, 3 north) of room (i, j): int32 [2]."""
+  east_y, south_x = offsets
+  step = layout.size - 1
+  ci, cj = jnp.clip(i - 1, 0), jnp.clip(j - 1, 0)
+  xs = jnp.stack([i * step + step, south_x[i, j], i * step, south_x[i, cj]])
+  ys = jnp.stack([east_y[i, j], j * step + step, east_y[ci, j], j * step])
+  return jnp.stack([xs[k], ys[k]]).astype(jnp.int32)
+
+
+def has_neighbor(layout: RoomLayout, i, j, k) -> jax.Array:
+  return jnp.stack([i < layout.cols - 1, j < layout.rows - 1, i > 0, j > 0])[k]
+
+
+def connect_all(key, grid, layout: RoomLayout, offsets, start_room, max_iters: int = 5000):
+  """`RoomGrid.connect_all` (no locked rooms): add closed doors of random colors at random
+  sides of random rooms until every room is reachable from `start_room` (i, j).
+
+  Returns (grid, ok); ok is False when Farama would raise after `max_iters` tries.
+  """
+  n = layout.rows * layout.cols
+
+  def reach(doors):  # doors: bool [cols, rows, 4]
+    r = jnp.zeros((layout.cols, layout.rows), bool).at[start_room[0], start_room[1]].set(True)
+    for _ in range(n):
+      east = jnp.pad(r[:-1] & doors[:-1, :, 0], ((1, 0), (0, 0)))
+      west = jnp.pad(r[1:] & doors[1:, :, 2], ((0, 1), (0, 0)))
+      south = jnp.pad(r[:, :-1] & doors[:, :-1, 1], ((0, 0), (1, 0)))
+      north = jnp.pad(r[:, 1:] & doors[:, 1:, 3], ((0, 0), (0, 1)))
+      r = r | east | west | south | north
+    return r.all()
+
+  def cond(carry):
+    _, doors, it = carry
+    return ~reach(doors) & (it <= max_iters)
+
+  def body(carry):
+    grid, doors, it = carry
+    u = jax.random.uniform(jax.random.fold_in(key, it), (4,))
+    i = uniform_int(u[0], 0, layout.cols)
+    j = uniform_int(u[1], 0, layout.rows)
+    k = uniform_int(u[2], 0, 4)
+    add = has_neighbor(layout, i, j, k) & ~doors[i, j, k]
+    color = uniform_int(u[3], 0, C.N_COLORS)
+    pos = door_pos(layout, offsets, i, j, k)
+    grid = put(grid, pos, jnp.stack([C.DOOR, color, C.DOOR_CLOSED]), add)
+    di = jnp.array([1, 0, -1, 0])[k]
+    dj = jnp.array([0, 1, 0, -1])[k]
+    ni, nj = jnp.clip(i + di, 0, layout.cols - 1), jnp.clip(j + dj, 0, layout.rows - 1)
+    doors = doors.at[i, j, k].set(doors[i, j, k] | add)
+    doors = doors.at[ni, nj, (k + 2) % 4].set(doors[ni, nj, (k + 2) % 4] | add)
+    return grid, doors, it + 1
+
+  doors = jnp.zeros((layout.cols, layout.rows, 4), bool)
+  grid, doors, it = jax.lax.while_loop(cond, body, (grid, doors, jnp.int32(0)))
+  return grid, it <= max_iters
+
+
+def objects_reachable(grid: jax.Array, agent_pos: jax.Array) -> jax.Array:
+  """`RoomGridLevel.check_objs_reachable`: every non-wall object is reachable from the agent
+  walking through empty cells and doors (of any state) without moving anything."""
+  typ = grid[..., 0]
+  passable = (typ == C.EMPTY) | (typ == C.DOOR)
+
+  def dilate(m):
+    p = jnp.pad(m, 1)
+    return m | p[2:, 1:-1] | p[:-2, 1:-1] | p[1:-1, 2:] | p[1:-1, :-2]
+
+  start = jnp.zeros(typ.shape, bool).at[agent_pos[0], agent_pos[1]].set(True)
+
+  def body(carry):
+    m, _ = carry
+    new = m | (dilate(m) & passable)
+    return new, (new != m).any()
+
+  expanded, _ = jax.lax.while_loop(lambda c: c[1], body, (start, jnp.bool_(True)))
+  reached = dilate(expanded)
+  objects = (typ != C.EMPTY) & (typ != C.WALL)
+  return ~(objects & ~reached).any()

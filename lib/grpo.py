@@ -1,0 +1,190 @@
+"""GRPO trainer: prompts -> G samples each -> rewards -> group advantages -> clipped updates with a
+k3 KL to a frozen reference. The losses are in `lib/rl.py`; this module wires them to a model.
+
+    trainer = GRPOTrainer(apply_fn, sample_fn, params, tx, config.grpo)
+    metrics = trainer.iteration(prompt_ids, prompt_mask, reward_fn, key)
+
+apply_fn(params, ids, mask) -> logits (see lib/train_state.py); sample_fn(params, prompt_ids,
+prompt_mask, key) -> (tokens [R, N] int32, lengths [R] int32), rows padded after their EOS (see
+`nnx_sample_fn`); reward_fn(tokens [B*G, N] np, lengths [B*G] np) -> rewards [B, G] (host side,
+so embedding models, parsers and environments can score text).
+Hot paths (log-probs, the update step) are jitted once per shape; nothing runs per token in Python.
+"""
+import dataclasses
+import time
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax import nnx
+
+from lib import optim, rl, rewards
+from lib.train_state import ApplyFn, TrainState, token_logprobs
+
+
+@dataclasses.dataclass(frozen=True)
+class GRPOConfig:
+  """Defaults follow the audit's Table 6 (ALFWorld GRPO) where it gives one."""
+  group_size: int = 8             # rollout n
+  temperature: float = 1.0        # sampling temperature; log-probs use the same scaling
+  clip_eps: float = 0.2
+  dual_clip_c: float = 3.0
+  kl_coef: float = 0.01
+  entropy_coef: float = 0.001
+  agg: str = "token-mean"
+  update_epochs: int = 1
+  minibatch_prompts: int = 32     # prompts per optimizer step (= batch: one on-policy update)
+  micro_batch: int = 0            # rows per accumulation micro-batch; 0 = whole minibatch
+  adv_eps: float = 1e-6
+  scale_advantages: bool = True
+  permute_scores: bool = False    # GT-PERM / MIS-PERM: shuffle scores inside each group
+
+  @classmethod
+  def from_config(cls, c: Any) -> "GRPOConfig":
+    names = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{k: v for k, v in dict(c).items() if k in names})
+
+
+def response_logprobs(apply_fn: ApplyFn, params: Any, input_ids: jax.Array,
+                      attention_mask: jax.Array, n_response: int,
+                      temperature: float = 1.0) -> tuple[jax.Array, jax.Array]:
+  """Log-probs and entropies of the last `n_response` tokens of [R, P + N] sequences -> [R, N]."""
+  logits = apply_fn(params, input_ids, attention_mask)
+  logits = logits[:, -n_response - 1:-1] / temperature
+  return (token_logprobs(logits, input_ids[:, -n_response:]), rl.token_entropy(logits))
+
+
+def make_grpo_step(apply_fn: ApplyFn, tx: optax.GradientTransformation, cfg: GRPOConfig,
+                   accum_steps: int = 1):
+  """step(state, minibatch) -> (state, metrics); minibatch rows [R, ...] with keys input_ids,
+  attention_mask [R, P+N], response_mask, old_logp, ref_logp [R, N], advantages [R]. Micro-batch
+  losses are averaged (weight 1 each, as verl does)."""
+  def loss_fn(params, mb):
+    n = mb["old_logp"].shape[1]
+    logp, entropy = response_logprobs(apply_fn, params, mb["input_ids"], mb["attention_mask"], n,
+                                      cfg.temperature)
+    loss, metrics = rl.grpo_loss(
+        logp, mb["old_logp"], mb["ref_logp"], mb["advantages"], mb["response_mask"],
+        clip_eps=cfg.clip_eps, dual_clip_c=cfg.dual_clip_c, kl_coef=cfg.kl_coef,
+        entropy=entropy, entropy_coef=cfg.entropy_coef, agg=cfg.agg)
+    return loss, (jnp.ones((), jnp.float32), metrics)
+
+  def step(state: TrainState, batch: dict):
+    micro = jax.tree.map(
+        lambda x: x.reshape(accum_steps, x.shape[0] // accum_steps, *x.shape[1:]), batch)
+    loss, grads, metrics = optim.accumulate_grads(loss_fn, state.params, micro)
+    updates, opt_state = tx.update(grads, state.opt_state, state.params)
+    params = optax.apply_updates(state.params, updates)
+    metrics = {**metrics, "loss": loss, "grad_norm": optax.tree.norm(grads)}
+    metrics.pop("weight")
+    return state.replace(step=state.step + 1, params=params, opt_state=opt_state), metrics
+
+  return step
+
+
+def nnx_sample_fn(model: nnx.Module, *, max_new_tokens: int, temperature: float = 1.0,
+                  top_p: float = 1.0, eos_ids=(), pad_id: int = 0) -> Callable:
+  """sample_fn over `lib.sampling.generate` for a model split by `nnx_apply_fn`."""
+  from lib import sampling  # the sampler imports the model package; keep this module light
+  graphdef, _, rest = nnx.split(model, nnx.Param, ...)
+
+  def sample_fn(params, prompt_ids, prompt_mask, key):
+    out = sampling.generate(graphdef, nnx.merge_state(params, rest), prompt_ids, prompt_mask, key,
+                            max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p,
+                            eos_ids=tuple(eos_ids), pad_id=pad_id)
+    return out.tokens, out.lengths
+
+  return sample_fn
+
+
+class GRPOTrainer:
+  """Holds the train state, the frozen reference params and the jitted functions.
+
+  `step_fn` may be given pre-jitted (e.g. `lib.sharding.jit_step` over a mesh); by default the
+  update step is jitted plainly with the state donated.
+  """
+
+  def __init__(self, apply_fn: ApplyFn, sample_fn: Callable, state: TrainState, tx,
+               cfg: GRPOConfig, ref_params: Any = None, step_fn: Callable | None = None):
+    self.apply_fn, self.sample_fn, self.state, self.cfg = apply_fn, sample_fn, state, cfg
+    # Copy: the update step donates the state, so the reference must own its buffers.
+    self.ref_params = jax.tree.map(jnp.copy, state.params if ref_params is None else ref_params)
+    self._logprobs = jax.jit(response_logprobs, static_argnums=(0, 4, 5))
+    self._step_fn = step_fn
+    self._steps: dict[int, Callable] = {}
+    self.tx = tx
+
+  def _update(self, accum: int) -> Callable:
+    if self._step_fn is not None:
+      return self._step_fn
+    if accum not in self._steps:
+      self._steps[accum] = jax.jit(make_grpo_step(self.apply_fn, self.tx, self.cfg, accum),
+                                   donate_argnums=0)
+    return self._steps[accum]
+
+  def rollout(self, prompt_ids, prompt_mask, key) -> dict:
+    """G samples per prompt -> host dict of [B*G, ...] arrays (rows grouped by prompt)."""
+    g = self.cfg.group_size
+    ids = np.repeat(np.asarray(prompt_ids, np.int32), g, axis=0)
+    pmask = np.repeat(np.asarray(prompt_mask, np.int32), g, axis=0)
+    tokens, lengths = self.sample_fn(self.state.params, ids, pmask, key)
+    tokens, lengths = np.asarray(tokens, np.int32), np.asarray(lengths, np.int32)
+    resp_mask = (np.arange(tokens.shape[1])[None] < lengths[:, None]).astype(np.int32)
+    return {"input_ids": np.concatenate([ids, tokens], 1),
+            "attention_mask": np.concatenate([pmask, resp_mask], 1),
+            "response_mask": resp_mask, "tokens": tokens, "lengths": lengths}
+
+  def iteration(self, prompt_ids, prompt_mask, reward_fn: Callable, key: jax.Array) -> dict:
+    """One GRPO iteration over a batch of B prompts; returns host metrics for logging."""
+    cfg = self.cfg
+    t0 = time.perf_counter()
+    k_sample, k_perm, k_shuffle = jax.random.split(key, 3)
+    roll = self.rollout(prompt_ids, prompt_mask, k_sample)
+    b = np.asarray(prompt_ids).shape[0]
+    scores = np.asarray(reward_fn(roll["tokens"], roll["lengths"]), np.float32)
+    if scores.shape != (b, cfg.group_size):
+      raise ValueError(f"reward_fn returned {scores.shape}, expected {(b, cfg.group_size)}")
+    used = np.asarray(rewards.permute_within_group(jnp.asarray(scores), k_perm)) \
+        if cfg.permute_scores else scores
+    adv = np.asarray(rl.group_advantages(used, eps=cfg.adv_eps, scale=cfg.scale_advantages))
+    n = roll["tokens"].shape[1]
+    dev = {k: jnp.asarray(roll[k]) for k in ("input_ids", "attention_mask", "response_mask")}
+    old_logp, _ = self._logprobs(self.apply_fn, self.state.params, dev["input_ids"],
+                                 dev["attention_mask"], n, cfg.temperature)
+    ref_logp, _ = self._logprobs(self.apply_fn, self.ref_params, dev["input_ids"],
+                                 dev["attention_mask"], n, cfg.temperature)
+    data = {**dev, "old_logp": old_logp, "ref_logp": ref_logp,
+            "advantages": jnp.asarray(adv.reshape(-1))}
+    t_roll = time.perf_counter() - t0
+
+    rows = b * cfg.group_size
+    mb_rows = min(cfg.minibatch_prompts, b) * cfg.group_size
+    if rows % mb_rows:
+      raise ValueError(f"{b} prompts do not split into minibatches of {cfg.minibatch_prompts}")
+    micro = cfg.micro_batch or mb_rows
+    if mb_rows % micro:
+      raise ValueError(f"minibatch of {mb_rows} rows does not split into micro-batches of {micro}")
+    step = self._update(mb_rows // micro)
+    step_metrics = []
+    for epoch in range(cfg.update_epochs):
+      # Shuffle whole groups so each minibatch holds complete groups.
+      order = np.asarray(jax.random.permutation(jax.random.fold_in(k_shuffle, epoch), b))
+      row_order = (order[:, None] * cfg.group_size + np.arange(cfg.group_size)).reshape(-1)
+      for start in range(0, rows, mb_rows):
+        idx = row_order[start:start + mb_rows]
+        self.state, m = step(self.state, jax.tree.map(lambda x: x[idx], data))
+        step_metrics.append(m)
+    metrics = {k: float(np.mean([float(m[k]) for m in step_metrics])) for k in step_metrics[0]}
+    elapsed = time.perf_counter() - t0
+    n_tokens = int(roll["attention_mask"].sum())
+    metrics.update({
+        "reward_mean": float(scores.mean()), "reward_std": float(scores.std()),
+        "zero_std_group_frac": float(np.mean(scores.std(axis=1) == 0)),
+        "response_len_mean": float(roll["lengths"].mean()),
+        "response_len_max": float(roll["lengths"].max()),
+        "train_tokens": n_tokens, "tokens_per_s": n_tokens * cfg.update_epochs / elapsed,
+        "rollout_s": t_roll, "iteration_s": elapsed,
+    })
+    return metrics

@@ -1,0 +1,125 @@
+"""Flax backend: our jit KV-cache sampler (`lib.sampling`) over a local Qwen model.
+
+Requests are grouped by sampling settings (seed aside) and each group is decoded in one sampler
+call. The batch is padded to a power of two with copies of its first prompt, so a host loop whose
+live-episode count shrinks step by step compiles a handful of programs, not one per batch size.
+Per-request seeds are folded into the group's PRNG key: a rerun of the same batch is reproducible;
+unlike the scripted backend, samples at temperature > 0 do depend on the batch's company.
+
+`FlaxBackend.from_pretrained(dir)` loads a Hugging Face-format checkpoint directory (weights +
+tokenizer, no network); `FlaxBackend.tiny(dir)` builds the embedded default -- a byte-level BPE
+trained here on a small built-in corpus and a random `qwen3-tiny` model -- for tests and demos.
+"""
+import hashlib
+import json
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+
+from lib import models, sampling, tokenizer as tokenizer_lib
+from lib.llm.backend import Backend, Completion, SamplingParams
+
+# Text for the embedded default tokenizer: the vocabulary of our text envs' prompts and replies.
+_TINY_CORPUS = (
+    "You are an agent acting in a grid world. Observation: the player is at row 2, column 3. "
+    "A box is to the left; the goal is below. Actions: up, down, left, right, noop. "
+    "Reply with one action. Plan: move the box onto the goal. State: {\"player\": [2, 3]}. "
+    "Range [0, 15]. Feedback: higher. lower. correct. Reply with one integer. I guess 7. "
+    "The door is locked; pick up the key, open the door, go to the green goal square. "
+    "Inventory: wood 2, stone 1. A zombie is nearby. 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15"
+)
+
+
+class FlaxBackend(Backend):
+  """Chat generation and embeddings with a Flax NNX Qwen model and a HF fast tokenizer."""
+
+  name = "flax"
+
+  def __init__(self, model, tokenizer, *, seed: int = 0, max_batch: int = 64,
+               template_kwargs: dict | None = None, embed_max_tokens: int = 512,
+               model_name: str = "accord-flax"):
+    super().__init__()
+    self.model, self.tokenizer = model, tokenizer
+    self.seed, self.max_batch = seed, max_batch
+    self.template_kwargs = dict(template_kwargs or {})
+    self.embed_max_tokens = embed_max_tokens
+    self.model_name = model_name
+    self._calls = 0
+    graphdef, _ = nnx.split(model)
+    self._embed_jit = jax.jit(
+        lambda st, ids, mask: models.embed(nnx.merge(graphdef, st), ids, mask))
+
+  @classmethod
+  def from_pretrained(cls, path, dtype: str = "float32", **kw) -> "FlaxBackend":
+    model, _ = models.load_pretrained(path, dtype=dtype)
+    return cls(model, tokenizer_lib.load_tokenizer(path), **kw)
+
+  @classmethod
+  def tiny(cls, path, seed: int = 0, vocab_size: int = 384, **kw) -> "FlaxBackend":
+    """The embedded default: tokenizer trained here, random qwen3-tiny weights (from `seed`)."""
+    tok = tokenizer_lib.train_tokenizer([_TINY_CORPUS] * 4, vocab_size, path)
+    config = models.preset("qwen3-tiny", vocab_size=len(tok),
+                           eos_token_ids=(tok.convert_tokens_to_ids(tokenizer_lib.IM_END),),
+                           pad_token_id=tok.pad_token_id)
+    model = models.build(config, rngs=nnx.Rngs(seed))
+    return cls(model, tok, seed=seed, **kw)
+
+  # ---- generation -------------------------------------------------------------------------
+
+  def _key(self, seeds: list[int | None]) -> jax.Array:
+    self._calls += 1
+    # Unseeded requests take a fresh stream per call; seeded ones are a function of their seeds.
+    salt = [s if s is not None else f"call{self._calls}" for s in seeds]
+    digest = hashlib.blake2b(json.dumps(salt).encode(), digest_size=4).digest()
+    return jax.random.fold_in(jax.random.PRNGKey(self.seed), int.from_bytes(digest, "little"))
+
+  def _generate(self, conversations, params):
+    out: list[Completion | None] = [None] * len(conversations)
+    groups: dict[SamplingParams, list[int]] = {}
+    for i, p in enumerate(params):
+      groups.setdefault(p.without_seed(), []).append(i)
+    for p, idx in groups.items():
+      for lo in range(0, len(idx), self.max_batch):
+        chunk = idx[lo:lo + self.max_batch]
+        for i, c in zip(chunk, self._sample([conversations[i] for i in chunk], p,
+                                            [params[i].seed for i in chunk])):
+          out[i] = c
+    return out
+
+  def _sample(self, convs, p: SamplingParams, seeds) -> list[Completion]:
+    n = len(convs)
+    padded = sampling.bucket_length(n, minimum=1)
+    start = time.perf_counter()
+    results = sampling.generate_text(
+        self.model, self.tokenizer, list(convs) + [convs[0]] * (padded - n), self._key(seeds),
+        max_new_tokens=p.max_tokens, temperature=p.temperature, top_p=p.top_p, top_k=p.top_k,
+        stop=p.stop, template_kwargs=self.template_kwargs)[:n]
+    # One sampler call serves the whole chunk; each request is charged the chunk's wall time.
+    latency = time.perf_counter() - start
+    return [Completion(text=r.text, input_tokens=r.prompt_tokens,
+                       output_tokens=r.completion_tokens, latency_s=latency,
+                       finish_reason=r.finish_reason) for r in results]
+
+  # ---- embeddings -------------------------------------------------------------------------
+
+  def _embed(self, texts):
+    if not texts:
+      return np.zeros((0, self.model.config.hidden_size), np.float32)
+    encoded = [self.tokenizer.encode(t, add_special_tokens=False)[-self.embed_max_tokens:] or
+               [self.tokenizer.pad_token_id] for t in texts]
+    out = []
+    for lo in range(0, len(encoded), self.max_batch):
+      chunk = encoded[lo:lo + self.max_batch]
+      length = sampling.bucket_length(max(len(t) for t in chunk))
+      rows = sampling.bucket_length(len(chunk), minimum=1)
+      ids, mask = sampling.left_pad(chunk + [chunk[0]] * (rows - len(chunk)),
+                                    self.tokenizer.pad_token_id or 0, length)
+      vecs = self._embed_jit(nnx.state(self.model), jnp.asarray(ids), jnp.asarray(mask))
+      out.append(np.asarray(vecs)[:len(chunk)])
+    return np.concatenate(out)
+
+  def count_tokens(self, texts) -> int:
+    return sum(len(self.tokenizer.encode(t, add_special_tokens=False)) for t in texts)

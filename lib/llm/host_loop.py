@@ -1,0 +1,280 @@
+"""The host loop: many episodes at once, one batched backend call per step.
+
+Every step, each live episode is advanced until it either ends or asks for a model reply; all the
+pending requests are then answered by ONE `backend.generate` call (so the number of backend calls
+equals the number of steps, not episodes x steps), and each reply is handed back to its agent.
+Actions need no model and are applied immediately, inside the advance.
+
+An episode ends with a status:
+  success        the env reports success (`info["success"]`, else terminated with reward > 0)
+  failure        terminated without success            truncated     the env's own time limit
+  action_budget  A actions taken without ending        call_budget   the agent wanted call C+1
+  backend_error  a model call failed (after the backend's own retries); `error` holds its code
+  agent_error    the agent raised (a bug); `error_detail` holds the exception
+Each finished episode is appended at once to `results.jsonl` (flushed + fsync'd) with its full
+transcript, so a crash or kill loses no finished rows. A rerun skips keys already present; when the
+log's key includes "attempt", episodes whose every row is a `backend_error` are run again with the
+next attempt number (up to `max_attempts`), and `final_rows` picks the last row per episode.
+"""
+import dataclasses
+import hashlib
+import json
+import time
+import traceback
+from typing import Any, Callable, Sequence
+
+import numpy as np
+from absl import logging
+
+from lib.llm.agent import Act, ModelRequest, scalar_info
+from lib.llm.backend import Backend, SamplingParams
+from lib.progress import progress
+from lib.results import ResultsLog
+
+STATUSES = ("success", "failure", "truncated", "action_budget", "call_budget", "backend_error",
+            "agent_error")
+ATTEMPT = "attempt"
+
+
+@dataclasses.dataclass
+class EpisodeSpec:
+  """One episode to run. `key` identifies it in results.jsonl (e.g. instance and rollout) and
+  must hold exactly the log's key fields (minus "attempt"); `extra` is copied into the row."""
+  key: dict
+  make_env: Callable[[], Any]
+  make_agent: Callable[[], Any]
+  env_seed: int
+  extra: dict = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass
+class _Episode:
+  spec: EpisodeSpec
+  attempt: int
+  env: Any = None
+  agent: Any = None
+  request: ModelRequest | None = None
+  actions: int = 0
+  calls: int = 0
+  ret: float = 0.0
+  status: str | None = None
+  error: str | None = None
+  error_detail: str = ""
+  transcript: list = dataclasses.field(default_factory=list)
+  started: float = 0.0
+
+
+def _obs_record(obs) -> dict:
+  return {"obs": obs} if isinstance(obs, str) else {}
+
+
+def _success(reward: float, terminated: bool, info: dict) -> bool:
+  if "success" in info:
+    return bool(np.asarray(info["success"]))
+  return bool(terminated and reward > 0)
+
+
+def request_seed(loop_seed: int, key: dict, attempt: int, call_index: int) -> int:
+  """A per-request sampling seed fixed by the episode and call index, not by batch company."""
+  blob = json.dumps([loop_seed, key, attempt, call_index], sort_keys=True).encode()
+  return int.from_bytes(hashlib.blake2b(blob, digest_size=4).digest(), "little")
+
+
+class HostLoop:
+  """Drives agents in host-loop envs against one backend.
+
+  action_budget A and call_budget C are per episode; `max_live` caps concurrently live episodes
+  (None: all at once), `default_params` serves requests without their own params.
+  """
+
+  def __init__(self, backend: Backend, *, action_budget: int, call_budget: int,
+               default_params: SamplingParams = SamplingParams(), max_live: int | None = None,
+               seed: int = 0, max_attempts: int = 3, show_progress: bool = True):
+    if action_budget < 1 or call_budget < 0:
+      raise ValueError(f"need action_budget >= 1 and call_budget >= 0, got "
+                       f"{action_budget}, {call_budget}")
+    self.backend = backend
+    self.action_budget = action_budget
+    self.call_budget = call_budget
+    self.default_params = default_params
+    self.max_live = max_live
+    self.seed = seed
+    self.max_attempts = max_attempts
+    self.show_progress = show_progress
+    self.steps = 0  # batched backend calls made by the last run()
+
+  # ---- resumption -------------------------------------------------------------------------
+
+  def _todo(self, specs: Sequence[EpisodeSpec], log: ResultsLog) -> list[tuple[EpisodeSpec, int]]:
+    retry = ATTEMPT in log.key
+    spec_fields = tuple(f for f in log.key if f != ATTEMPT)
+    by_key: dict[str, list[dict]] = {}
+    for row in log.rows():
+      by_key.setdefault(json.dumps([row[f] for f in spec_fields], sort_keys=True), []).append(row)
+    todo, seen = [], set()
+    for spec in specs:
+      if set(spec.key) != set(spec_fields):
+        raise KeyError(f"episode key fields {sorted(spec.key)} != results key "
+                       f"fields {sorted(spec_fields)}")
+      k = json.dumps([spec.key[f] for f in spec_fields], sort_keys=True)
+      if k in seen:
+        raise ValueError(f"duplicate episode key {spec.key}")
+      seen.add(k)
+      rows = by_key.get(k, [])
+      if not rows:
+        todo.append((spec, 0))
+      elif retry and all(r["status"] == "backend_error" for r in rows) \
+          and len(rows) < self.max_attempts:
+        todo.append((spec, len(rows)))
+    return todo
+
+  # ---- one episode ------------------------------------------------------------------------
+
+  def _start(self, spec: EpisodeSpec, attempt: int) -> _Episode:
+    ep = _Episode(spec=spec, attempt=attempt, started=time.perf_counter())
+    try:
+      ep.env = spec.make_env()
+      obs, info = ep.env.reset(spec.env_seed)
+      ep.agent = spec.make_agent()
+      ep.transcript.append({"type": "reset", **_obs_record(obs)})
+      ep.agent.reset(obs, info)
+    except Exception as e:  # pylint: disable=broad-except
+      self._fail(ep, "agent_error", e)
+    return ep
+
+  def _fail(self, ep: _Episode, status: str, exc: BaseException) -> None:
+    ep.status, ep.error = status, type(exc).__name__
+    ep.error_detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    logging.warning("episode %s ended with %s: %s", ep.spec.key, status, ep.error_detail)
+
+  def _advance(self, ep: _Episode) -> None:
+    """Runs the agent until it ends or leaves a pending model request in `ep.request`."""
+    while ep.status is None:
+      try:
+        nxt = ep.agent.next()
+      except Exception as e:  # pylint: disable=broad-except
+        self._fail(ep, "agent_error", e)
+        return
+      if isinstance(nxt, ModelRequest):
+        if ep.calls >= self.call_budget:
+          ep.status = "call_budget"
+          return
+        ep.request = nxt
+        return
+      if not isinstance(nxt, Act):
+        self._fail(ep, "agent_error", TypeError(f"agent.next() returned {type(nxt).__name__}"))
+        return
+      try:
+        obs, reward, terminated, truncated, info = ep.env.step(nxt.action)
+        reward, terminated, truncated = float(reward), bool(terminated), bool(truncated)
+        ep.actions += 1
+        ep.ret += reward
+        ep.transcript.append({"type": "action", "tag": nxt.tag, "action": nxt.action,
+                              "reward": reward, "terminated": terminated,
+                              "truncated": truncated, "info": scalar_info(info),
+                              **_obs_record(obs)})
+        ep.agent.observe(obs, reward, terminated, truncated, info)
+      except Exception as e:  # pylint: disable=broad-except
+        self._fail(ep, "agent_error", e)
+        return
+      if _success(reward, terminated, info):
+        ep.status = "success"
+      elif terminated:
+        ep.status = "failure"
+      elif truncated:
+        ep.status = "truncated"
+      elif ep.actions >= self.action_budget:
+        ep.status = "action_budget"
+
+  def _row(self, ep: _Episode, log: ResultsLog) -> dict:
+    calls = [e for e in ep.transcript if e["type"] == "call"]
+    with_usage = [c for c in calls if c["input_tokens"] is not None
+                  and c["output_tokens"] is not None]
+    summary = {}
+    if ep.agent is not None and hasattr(ep.agent, "summary"):
+      try:
+        summary = ep.agent.summary()
+      except Exception as e:  # pylint: disable=broad-except
+        summary = {"summary_error": repr(e)}
+    row = {**ep.spec.key, **ep.spec.extra,
+           "env_seed": ep.spec.env_seed, "backend": self.backend.name,
+           "status": ep.status, "success": ep.status == "success", "return": ep.ret,
+           "actions": ep.actions, "calls": ep.calls,
+           "failed_calls": sum(c["error"] is not None for c in calls),
+           "calls_with_usage": len(with_usage),
+           "input_tokens": sum(c["input_tokens"] for c in with_usage),
+           "output_tokens": sum(c["output_tokens"] for c in with_usage),
+           "model_latency_s": sum(c["latency_s"] for c in calls),
+           "wall_s": time.perf_counter() - ep.started,
+           "error": ep.error, "error_detail": ep.error_detail,
+           "agent": summary, "transcript": ep.transcript}
+    if ATTEMPT in log.key:
+      row[ATTEMPT] = ep.attempt
+    return row
+
+  # ---- the loop ---------------------------------------------------------------------------
+
+  def run(self, specs: Sequence[EpisodeSpec], log: ResultsLog) -> dict:
+    """Runs every unfinished episode of `specs`; returns counts (rows are in `log`)."""
+    todo = self._todo(specs, log)
+    skipped = len(specs) - len(todo)
+    queue = list(reversed(todo))
+    live: list[_Episode] = []
+    self.steps = 0
+    written = 0
+    cap = self.max_live or len(todo) or 1
+    quiet = {} if self.show_progress else {"disable": True}
+    bar = progress(total=len(todo), desc="episodes", **quiet)
+    while queue or live:
+      while queue and len(live) < cap:
+        live.append(self._start(*queue.pop()))
+      for ep in live:
+        if ep.request is None:
+          self._advance(ep)
+      waiting = [ep for ep in live if ep.status is None]
+      if waiting:
+        self._answer(waiting)
+      for ep in live:
+        if ep.status is not None:
+          log.append(self._row(ep, log))
+          written += 1
+          bar.update(1)
+      live = [ep for ep in live if ep.status is None]
+    bar.close()
+    return {"episodes": len(specs), "run": written, "skipped": skipped, "steps": self.steps,
+            "usage": self.backend.usage.snapshot()}
+
+  def _answer(self, waiting: list[_Episode]) -> None:
+    """One batched backend call for every pending request; replies go back to their agents."""
+    convs, params = [], []
+    for ep in waiting:
+      p = ep.request.params or self.default_params
+      if p.seed is None:
+        p = p.replace(seed=request_seed(self.seed, ep.spec.key, ep.attempt, ep.calls))
+      convs.append(ep.request.messages)
+      params.append(p)
+    completions = self.backend.generate(convs, params)
+    self.steps += 1
+    for ep, p, c in zip(waiting, params, completions):
+      ep.calls += 1
+      ep.transcript.append({"type": "call", "tag": ep.request.tag, "messages": ep.request.messages,
+                            "params": dataclasses.asdict(p), **c.to_json()})
+      ep.request = None
+      if c.error is not None:
+        ep.status, ep.error, ep.error_detail = "backend_error", c.error, c.error_detail
+        continue
+      try:
+        ep.agent.consume(c)
+      except Exception as e:  # pylint: disable=broad-except
+        self._fail(ep, "agent_error", e)
+
+
+def final_rows(rows: Sequence[dict], key_fields: Sequence[str]) -> list[dict]:
+  """The last row per episode key (drops superseded backend_error attempts)."""
+  fields = [f for f in key_fields if f != ATTEMPT]
+  last: dict[str, dict] = {}
+  for r in rows:
+    k = json.dumps([r[f] for f in fields], sort_keys=True)
+    if k not in last or r.get(ATTEMPT, 0) >= last[k].get(ATTEMPT, 0):
+      last[k] = r
+  return list(last.values())

@@ -1,0 +1,177 @@
+"""Hugging Face safetensors <-> Qwen3.5 NNX parameters: one key table used in both directions.
+
+Reads text-only checkpoints (`Qwen3_5ForCausalLM`: `model.layers.*`) and full ones
+(`Qwen3_5ForConditionalGeneration`: `model.language_model.layers.*` next to a `model.visual.*`
+vision tower and `mtp.*` multi-token-prediction weights). Vision and MTP tensors are skipped and the
+skip is logged; everything else must match the model exactly (one error lists every missing,
+unexpected and mis-shaped key). Writes the text-only layout.
+"""
+import json
+import logging
+import os
+import re
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import safetensors
+import safetensors.flax
+from flax import nnx
+
+from lib.models import sharding as sharding_lib
+from lib.models.params import _flat_params, _safetensors_files
+from lib.models.qwen3_5 import Qwen35
+from lib.models.qwen3_5_config import Qwen35Config
+
+log = logging.getLogger(__name__)
+
+# How a tensor is stored: torch Linear.weight [out, in] -> our kernel [in, out] ("T"); the depthwise
+# Conv1d weight [C, 1, K] -> our [K, C] ("conv"); "" as is.
+_TABLE = (
+    ("model.embed_tokens.weight", "embed", ""),
+    ("model.layers.{i}.self_attn.{p}_proj.weight", "layers.{i}.attn.{p}_proj.kernel", "T"),
+    ("model.layers.{i}.self_attn.{p}_proj.bias", "layers.{i}.attn.{p}_proj.bias", ""),
+    ("model.layers.{i}.self_attn.{p}_norm.weight", "layers.{i}.attn.{p}_norm.scale", ""),
+    ("model.layers.{i}.linear_attn.in_proj_{p}.weight", "layers.{i}.linear_attn.in_proj_{p}.kernel",
+     "T"),
+    ("model.layers.{i}.linear_attn.conv1d.weight", "layers.{i}.linear_attn.conv_kernel", "conv"),
+    ("model.layers.{i}.linear_attn.dt_bias", "layers.{i}.linear_attn.dt_bias", ""),
+    ("model.layers.{i}.linear_attn.A_log", "layers.{i}.linear_attn.a_log", ""),
+    ("model.layers.{i}.linear_attn.norm.weight", "layers.{i}.linear_attn.norm.scale", ""),
+    ("model.layers.{i}.linear_attn.out_proj.weight", "layers.{i}.linear_attn.out_proj.kernel", "T"),
+    ("model.layers.{i}.mlp.{p}_proj.weight", "layers.{i}.mlp.{p}_proj.kernel", "T"),
+    ("model.layers.{i}.input_layernorm.weight", "layers.{i}.input_norm.scale", ""),
+    ("model.layers.{i}.post_attention_layernorm.weight", "layers.{i}.post_attn_norm.scale", ""),
+    ("model.norm.weight", "final_norm.scale", ""),
+    ("lm_head.weight", "lm_head.kernel", "T"),
+)
+_FULL_PREFIX = "model.language_model."  # the text decoder inside a full (vision + text) checkpoint
+_SKIPPED_PREFIXES = ("model.visual.", "mtp.")  # vision tower, multi-token-prediction head
+
+
+def _pattern(template: str) -> re.Pattern:
+  p = re.escape(template).replace(r"\{i\}", r"(?P<i>\d+)").replace(r"\{p\}", r"(?P<p>[a-z]+)")
+  return re.compile(p + "$")
+
+
+_HF_TO_OURS = [(_pattern(hf), ours, kind) for hf, ours, kind in _TABLE]
+_OURS_TO_HF = [(_pattern(ours), hf, kind) for hf, ours, kind in _TABLE]
+
+
+def _translate(key, rules):
+  for pattern, template, kind in rules:
+    m = pattern.match(key)
+    if m:
+      return template.format(**m.groupdict()), kind
+  return None, ""
+
+
+def hf_to_ours(hf_key: str) -> tuple[str | None, str]:
+  """'model.layers.0.linear_attn.A_log' -> ('layers.0.linear_attn.a_log', ''); None if unknown.
+  Keys of a full checkpoint ('model.language_model.…') map like the text-only ones."""
+  if hf_key.startswith(_FULL_PREFIX):
+    hf_key = "model." + hf_key[len(_FULL_PREFIX):]
+  return _translate(hf_key, _HF_TO_OURS)
+
+
+def ours_to_hf(path: str) -> tuple[str | None, str]:
+  return _translate(path, _OURS_TO_HF)
+
+
+def _from_hf(tensor, kind):
+  if kind == "T":
+    return tensor.T
+  if kind == "conv":
+    return tensor.reshape(tensor.shape[0], tensor.shape[-1]).T
+  return tensor
+
+
+def _to_hf(value, kind):
+  if kind == "T":
+    return value.T
+  if kind == "conv":
+    return value.T[:, None, :]
+  return value
+
+
+def load_qwen3_5(path, dtype="float32", mesh: jax.sharding.Mesh | None = None):
+  """Reads a local Qwen3.5 Hugging Face directory (no network) -> (Qwen35 model, Qwen35Config)."""
+  path = Path(path)
+  config = Qwen35Config.from_hf(json.loads((path / "config.json").read_text()))
+  dtype = jnp.dtype(dtype)
+  abstract = nnx.eval_shape(lambda: Qwen35(config, rngs=nnx.Rngs(0), dtype=dtype))
+  graphdef, state = nnx.split(abstract)
+  expected = _flat_params(state)
+  shardings = {}
+  if mesh is not None:
+    named = sharding_lib.param_shardings(state, mesh)
+    shardings = {k: v for k, (_, v) in _flat_params(named).items()}
+  values, unexpected, mismatched, skipped = {}, [], [], {}
+  for file in _safetensors_files(path):
+    with safetensors.safe_open(str(file), framework="flax") as f:
+      for hf_key in f.keys():
+        prefix = next((p for p in _SKIPPED_PREFIXES if hf_key.startswith(p)), None)
+        if prefix is not None:
+          skipped[prefix] = skipped.get(prefix, 0) + 1
+          continue
+        ours, kind = hf_to_ours(hf_key)
+        if ours == "lm_head.kernel" and config.tie_word_embeddings:
+          continue  # some tied checkpoints also store the shared matrix under lm_head
+        if ours not in expected:
+          unexpected.append(hf_key)
+          continue
+        tensor = _from_hf(f.get_tensor(hf_key), kind)
+        want = expected[ours][1].shape
+        if tuple(tensor.shape) != tuple(want):
+          mismatched.append(f"{hf_key}: file {tuple(tensor.shape)} vs model {tuple(want)} (as {ours})")
+          continue
+        tensor = tensor.astype(dtype)
+        values[ours] = jax.device_put(tensor, shardings[ours]) if ours in shardings else tensor
+  for prefix, count in skipped.items():
+    log.info("%s: skipped %d tensors under %r (not part of the text decoder)", path, count, prefix)
+  missing = [ours_to_hf(k)[0] or k for k in expected if k not in values]
+  if missing or unexpected or mismatched:
+    lines = [f"cannot load {path}:"]
+    lines += [f"  missing: {k}" for k in missing]
+    lines += [f"  unexpected: {k}" for k in unexpected]
+    lines += [f"  shape mismatch: {m}" for m in mismatched]
+    raise ValueError("\n".join(lines))
+  for key, (_, var) in expected.items():
+    var.set_value(values[key])
+  return nnx.merge(graphdef, state), config
+
+
+def save_qwen3_5(model: Qwen35, config: Qwen35Config, path, max_shard_bytes: int = 4 << 30):
+  """Writes `config.json` + safetensors in the text-only `Qwen3_5ForCausalLM` layout (sharded with
+  an index above `max_shard_bytes`). Parameters keep the model's dtype."""
+  path = Path(path)
+  path.mkdir(parents=True, exist_ok=True)
+  tensors = {}
+  for key, (_, var) in _flat_params(nnx.state(model, nnx.Param)).items():
+    hf_key, kind = ours_to_hf(key)
+    if hf_key is None:
+      raise ValueError(f"parameter {key} has no Hugging Face name in the key table")
+    tensors[hf_key] = jnp.asarray(np.ascontiguousarray(_to_hf(jax.device_get(var.get_value()), kind)))
+  shards, current, size = [], {}, 0
+  for key in sorted(tensors):
+    nbytes = tensors[key].size * tensors[key].dtype.itemsize
+    if current and size + nbytes > max_shard_bytes:
+      shards.append(current)
+      current, size = {}, 0
+    current[key], size = tensors[key], size + nbytes
+  shards.append(current)
+  metadata = {"format": "pt"}  # transformers refuses safetensors files without a known format
+  if len(shards) == 1:
+    safetensors.flax.save_file(shards[0], str(path / "model.safetensors"), metadata=metadata)
+  else:
+    weight_map = {}
+    for n, shard in enumerate(shards, 1):
+      name = f"model-{n:05d}-of-{len(shards):05d}.safetensors"
+      safetensors.flax.save_file(shard, str(path / name), metadata=metadata)
+      weight_map.update({k: name for k in shard})
+    total = sum(t.size * t.dtype.itemsize for t in tensors.values())
+    index = {"metadata": {"total_size": total}, "weight_map": weight_map}
+    (path / "model.safetensors.index.json").write_text(json.dumps(index, indent=2))
+  hf_config = config.to_hf(dtype=jnp.dtype(model.dtype).name)
+  (path / "config.json").write_text(json.dumps(hf_config, indent=2) + os.linesep)

@@ -1,0 +1,159 @@
+"""On-policy self-distillation (OPSD): the student samples, a frozen teacher (the initial weights)
+scores the same tokens with privileged context in its prompt, and the student minimises the
+generalized JSD (lib/distill.py) to the teacher on its generated target span.
+
+    trainer = OPSDTrainer(apply_fn, sample_fn, state, tx, OPSDConfig(alpha=0.5))
+    metrics = trainer.iteration(student_prompt, teacher_prompt, key, span_fn=next_state_span)
+
+Prompts are (ids, mask) pairs, left-padded, one row per example; the teacher prompt is the student
+prompt with the privileged text (the true or a mismatched next observation) inserted. When an
+update epoch reuses samples from an older policy each token's loss is weighted by the detached
+importance weight min(exp(logp_student - logp_old), is_clip) (exactly 1 on the first epoch).
+"""
+import dataclasses
+import time
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from lib import distill, optim
+from lib.train_state import ApplyFn, TrainState, token_logprobs
+
+
+@dataclasses.dataclass(frozen=True)
+class OPSDConfig:
+  """Defaults follow the audit's Table 6 (OPSD column)."""
+  alpha: float = 0.5              # JSD mixture weight (0: KL(T||S), 1: KL(S||T))
+  temperature: float = 1.0        # sampling and distillation temperature
+  is_clip: float = 2.0            # importance-weight clip
+  update_epochs: int = 1
+  minibatch: int = 32             # rows per optimizer step
+  micro_batch: int = 0            # rows per accumulation micro-batch; 0 = whole minibatch
+
+  @classmethod
+  def from_config(cls, c: Any) -> "OPSDConfig":
+    names = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{k: v for k, v in dict(c).items() if k in names})
+
+
+def response_logits(apply_fn: ApplyFn, params, ids, mask, n_response: int) -> jax.Array:
+  """Logits scoring the last n_response tokens of [R, P+N] sequences -> [R, N, V]."""
+  return apply_fn(params, ids, mask)[:, -n_response - 1:-1]
+
+
+def make_opsd_step(apply_fn: ApplyFn, tx: optax.GradientTransformation, cfg: OPSDConfig,
+                   accum_steps: int = 1):
+  """step(state, teacher_params, batch) -> (state, metrics). batch rows [R, ...]: student_ids,
+  student_mask [R, Ps+N]; teacher_ids, teacher_mask [R, Pt+N]; tokens, loss_mask, old_logp [R, N].
+  The JSD is a token mean over each micro-batch's loss_mask tokens, weighted by tokens across
+  micro-batches."""
+  def loss_fn(params, mb, teacher_params):
+    n = mb["tokens"].shape[1]
+    s_logits = response_logits(apply_fn, params, mb["student_ids"], mb["student_mask"], n)
+    t_logits = jax.lax.stop_gradient(
+        response_logits(apply_fn, teacher_params, mb["teacher_ids"], mb["teacher_mask"], n))
+    logp = token_logprobs(s_logits / cfg.temperature, mb["tokens"])
+    w = distill.importance_weights(logp, mb["old_logp"], cfg.is_clip)
+    per_tok = distill.per_token_generalized_jsd(s_logits, t_logits, cfg.alpha, cfg.temperature)
+    mask = mb["loss_mask"].astype(bool)
+    count = mask.sum().astype(jnp.float32)
+    total = jnp.where(mask, w * per_tok, 0.0).sum()
+    metrics = {"jsd": jnp.where(mask, per_tok, 0.0).sum() / jnp.maximum(count, 1.0),
+               "is_weight_mean": jnp.where(mask, w, 0.0).sum() / jnp.maximum(count, 1.0)}
+    return total, (count, metrics)
+
+  def step(state: TrainState, teacher_params, batch: dict):
+    micro = jax.tree.map(
+        lambda x: x.reshape(accum_steps, x.shape[0] // accum_steps, *x.shape[1:]), batch)
+    loss, grads, metrics = optim.accumulate_grads(
+        lambda p, mb: loss_fn(p, mb, teacher_params), state.params, micro)
+    updates, opt_state = tx.update(grads, state.opt_state, state.params)
+    params = optax.apply_updates(state.params, updates)
+    target_tokens = metrics.pop("weight")
+    metrics = {**metrics, "loss": loss, "grad_norm": optax.tree.norm(grads),
+               "target_tokens": target_tokens}
+    return state.replace(step=state.step + 1, params=params, opt_state=opt_state), metrics
+
+  return step
+
+
+def make_jsd_eval(apply_fn: ApplyFn, cfg: OPSDConfig):
+  """eval(student_params, teacher_params, batch) -> token-mean JSD on loss_mask (no weights)."""
+  def evaluate(params, teacher_params, batch):
+    n = batch["tokens"].shape[1]
+    s = response_logits(apply_fn, params, batch["student_ids"], batch["student_mask"], n)
+    t = response_logits(apply_fn, teacher_params, batch["teacher_ids"], batch["teacher_mask"], n)
+    return distill.generalized_jsd(s, t, batch["loss_mask"], cfg.alpha, cfg.temperature)
+  return evaluate
+
+
+class OPSDTrainer:
+  """Holds the student state, the frozen teacher params and the jitted functions."""
+
+  def __init__(self, apply_fn: ApplyFn, sample_fn: Callable, state: TrainState, tx,
+               cfg: OPSDConfig, teacher_params: Any = None):
+    self.apply_fn, self.sample_fn, self.state, self.cfg, self.tx = (
+        apply_fn, sample_fn, state, cfg, tx)
+    # Copy: the update step donates the state, so the teacher must own its buffers.
+    self.teacher_params = jax.tree.map(
+        jnp.copy, state.params if teacher_params is None else teacher_params)
+    self._logp = jax.jit(lambda p, ids, mask, tokens: token_logprobs(
+        response_logits(apply_fn, p, ids, mask, tokens.shape[1]) / cfg.temperature, tokens))
+    self._steps: dict[int, Callable] = {}
+
+  def _update(self, accum: int) -> Callable:
+    if accum not in self._steps:
+      self._steps[accum] = jax.jit(make_opsd_step(self.apply_fn, self.tx, self.cfg, accum),
+                                   donate_argnums=0)
+    return self._steps[accum]
+
+  def rollout(self, student_prompt, teacher_prompt, key,
+              span_fn: Callable | None = None) -> dict:
+    """Student samples one response per row; returns the host batch the update step takes.
+    span_fn(tokens, lengths) -> [R, N] 0/1 target-span mask (default: the whole response)."""
+    s_ids, s_mask = (np.asarray(x, np.int32) for x in student_prompt)
+    t_ids, t_mask = (np.asarray(x, np.int32) for x in teacher_prompt)
+    tokens, lengths = self.sample_fn(self.state.params, s_ids, s_mask, key)
+    tokens, lengths = np.asarray(tokens, np.int32), np.asarray(lengths, np.int32)
+    resp = (np.arange(tokens.shape[1])[None] < lengths[:, None]).astype(np.int32)
+    span = resp if span_fn is None else np.asarray(span_fn(tokens, lengths), np.int32) * resp
+    return {"student_ids": np.concatenate([s_ids, tokens], 1),
+            "student_mask": np.concatenate([s_mask, resp], 1),
+            "teacher_ids": np.concatenate([t_ids, tokens], 1),
+            "teacher_mask": np.concatenate([t_mask, resp], 1),
+            "tokens": tokens, "loss_mask": span, "lengths": lengths}
+
+  def iteration(self, student_prompt, teacher_prompt, key, span_fn=None) -> dict:
+    cfg = self.cfg
+    t0 = time.perf_counter()
+    k_sample, k_shuffle = jax.random.split(key)
+    roll = self.rollout(student_prompt, teacher_prompt, k_sample, span_fn)
+    lengths = roll.pop("lengths")
+    data = {k: jnp.asarray(v) for k, v in roll.items()}
+    data["old_logp"] = self._logp(self.state.params, data["student_ids"], data["student_mask"],
+                                  data["tokens"])
+    rows = data["tokens"].shape[0]
+    mb = min(cfg.minibatch, rows)
+    micro = cfg.micro_batch or mb
+    if rows % mb or mb % micro:
+      raise ValueError(f"{rows} rows do not split into minibatches of {mb} / micro of {micro}")
+    step = self._update(mb // micro)
+    out = []
+    for epoch in range(cfg.update_epochs):
+      order = np.asarray(jax.random.permutation(jax.random.fold_in(k_shuffle, epoch), rows))
+      for start in range(0, rows, mb):
+        idx = order[start:start + mb]
+        self.state, m = step(self.state, self.teacher_params,
+                             jax.tree.map(lambda x: x[idx], data))
+        out.append(m)
+    metrics = {k: float(np.mean([float(m[k]) for m in out])) for k in out[0]}
+    elapsed = time.perf_counter() - t0
+    n_tokens = int(roll["student_mask"].sum())
+    metrics.update({"response_len_mean": float(lengths.mean()),
+                    "target_span_tokens": float(roll["loss_mask"].sum()),
+                    "train_tokens": n_tokens, "tokens_per_s": n_tokens * cfg.update_epochs / elapsed,
+                    "iteration_s": elapsed})
+    return metrics

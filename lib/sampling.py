@@ -1,0 +1,229 @@
+"""Batched autoregressive sampling with a KV cache; the whole decode loop is one jitted program.
+
+`generate` (arrays in, arrays out): left-padded prompts -> prefill -> `lax.while_loop` over new
+tokens, stopping per sequence on EOS ids on device and leaving the loop once every row has stopped.
+Model weights enter as an argument (graphdef/state split), so one compiled program serves any
+checkpoint of the same shape; the KV cache is donated. Prompts are left-padded to a power-of-two
+length bucket, so the program compiles once per (batch, bucket, max_new_tokens, top_k, eos ids).
+
+`generate_text` (strings or chat messages in, `Completion`s out) wraps it with a tokenizer. Stop
+strings are applied there, on the host, once per batch after decoding: a sequence that produces a
+stop string is cut right before it (the string itself is dropped from `text`, as vLLM does), and its
+tokens and logprobs are cut after the token that completed the string.
+"""
+import dataclasses
+from typing import NamedTuple, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+
+from lib.models import sharding as sharding_lib
+
+
+class SampleOutput(NamedTuple):
+  """tokens [B,N] int32 (pad_id after a row stopped); logprobs [B,N] float32: log_softmax of the
+  model's raw logits (temperature 1, unfiltered) at each token, 0 after a stop; lengths [B] int32:
+  tokens generated, counting the EOS token that stopped the row."""
+  tokens: jax.Array
+  logprobs: jax.Array
+  lengths: jax.Array
+
+
+def bucket_length(n: int, minimum: int = 16) -> int:
+  """Smallest power of two >= max(n, minimum): prompt lengths that share a compiled program."""
+  return max(minimum, 1 << max(0, int(n) - 1).bit_length())
+
+
+def left_pad(token_lists: Sequence[Sequence[int]], pad_id: int = 0, length: int | None = None):
+  """Token lists -> (ids [B,L] int32, mask [B,L] int32), real tokens flush right."""
+  longest = max(len(t) for t in token_lists)
+  if min(len(t) for t in token_lists) == 0:
+    raise ValueError("every prompt needs at least one token")
+  length = longest if length is None else length
+  if length < longest:
+    raise ValueError(f"pad length {length} is shorter than the longest prompt ({longest})")
+  ids = np.full((len(token_lists), length), pad_id, np.int32)
+  mask = np.zeros((len(token_lists), length), np.int32)
+  for row, tokens in enumerate(token_lists):
+    ids[row, length - len(tokens):] = tokens
+    mask[row, length - len(tokens):] = 1
+  return ids, mask
+
+
+def sample_logits(logits, key, temperature, top_p, top_k: int = 0):
+  """One token per row from logits [B,V]. temperature <= 0 is greedy (argmax). top_k (static int,
+  0 = off) keeps the k largest logits; top_p keeps the smallest set of most likely tokens whose mass
+  reaches top_p (the most likely token always stays). Filtering happens after temperature."""
+  logits = logits.astype(jnp.float32)
+  greedy = jnp.argmax(logits, axis=-1)
+  scaled = logits / jnp.maximum(temperature, 1e-6)
+  if top_k > 0:
+    kth = jax.lax.top_k(scaled, top_k)[0][..., -1:]
+    scaled = jnp.where(scaled < kth, -jnp.inf, scaled)
+
+  def nucleus(x):
+    desc = -jnp.sort(-x, axis=-1)
+    probs = jax.nn.softmax(desc, axis=-1)
+    keep = (jnp.cumsum(probs, axis=-1) - probs) < top_p  # mass strictly before this token
+    threshold = jnp.min(jnp.where(keep, desc, jnp.inf), axis=-1, keepdims=True)
+    return jnp.where(x < threshold, -jnp.inf, x)
+
+  scaled = jax.lax.cond(top_p < 1.0, nucleus, lambda x: x, scaled)
+  sampled = jax.random.categorical(key, scaled, axis=-1)
+  return jnp.where(temperature > 0, sampled, greedy).astype(jnp.int32)
+
+
+def _generate_impl(graphdef, state, cache, prompt_ids, prompt_mask, key, temperature, top_p, *,
+                   max_new_tokens, top_k, eos_ids, pad_id):
+  model = nnx.merge(graphdef, state)
+  batch = prompt_ids.shape[0]
+  logits, cache = model.extend(prompt_ids, prompt_mask, cache)
+  eos = jnp.asarray(eos_ids if eos_ids else (-1,), jnp.int32)
+
+  def cond(carry):
+    step, _, _, _, _, _, done = carry
+    return (step < max_new_tokens) & ~jnp.all(done)
+
+  def body(carry):
+    step, cache, logits, tokens, logprobs, lengths, done = carry
+    token = sample_logits(logits, jax.random.fold_in(key, step), temperature, top_p, top_k)
+    logp = jnp.take_along_axis(jax.nn.log_softmax(logits, axis=-1), token[:, None], axis=-1)[:, 0]
+    token = jnp.where(done, pad_id, token)
+    tokens = jax.lax.dynamic_update_slice(tokens, token[:, None], (0, step))
+    logprobs = jax.lax.dynamic_update_slice(logprobs, jnp.where(done, 0.0, logp)[:, None], (0, step))
+    lengths = lengths + (~done).astype(jnp.int32)
+    done = done | jnp.isin(token, eos)
+    # Stopped rows keep decoding pad tokens (cheaper than compacting); their outputs are masked.
+    next_logits, cache = model.extend(token[:, None], jnp.ones((batch, 1), jnp.int32), cache)
+    return step + 1, cache, next_logits[:, 0], tokens, logprobs, lengths, done
+
+  init = (jnp.zeros((), jnp.int32), cache, logits[:, -1],
+          jnp.full((batch, max_new_tokens), pad_id, jnp.int32),
+          jnp.zeros((batch, max_new_tokens), jnp.float32),
+          jnp.zeros((batch,), jnp.int32), jnp.zeros((batch,), bool))
+  _, cache, _, tokens, logprobs, lengths, _ = jax.lax.while_loop(cond, body, init)
+  # Returning the cache lets XLA alias the donated input buffer: decoding updates it in place.
+  return SampleOutput(tokens, logprobs, lengths), cache
+
+
+def _jit(fn):
+  return jax.jit(fn, static_argnames=("graphdef", "max_new_tokens", "top_k", "eos_ids", "pad_id"),
+                 donate_argnames=("cache",))
+
+
+_generate_jit = _jit(_generate_impl)  # module attribute so tests can wrap the traced function
+
+
+def generate(graphdef, state, prompt_ids, prompt_mask, key, *, max_new_tokens: int,
+             temperature: float = 1.0, top_p: float = 1.0, top_k: int = 0,
+             eos_ids: Sequence[int] = (), pad_id: int = 0, bucket: bool = True,
+             mesh: jax.sharding.Mesh | None = None) -> SampleOutput:
+  """Samples up to max_new_tokens per row. prompt_ids/prompt_mask [B,P] are left-padded (real tokens
+  flush right, see `left_pad`); key is a jax PRNG key. With a mesh, the batch is split over "data"
+  (place the weights first with `lib.models.shard_model`)."""
+  prompt_ids = np.asarray(prompt_ids, np.int32)
+  prompt_mask = np.asarray(prompt_mask, np.int32)
+  if prompt_ids.shape != prompt_mask.shape or prompt_ids.ndim != 2:
+    raise ValueError(f"prompt_ids {prompt_ids.shape} and prompt_mask {prompt_mask.shape} must be [B,P]")
+  if not prompt_mask[:, -1].all():
+    raise ValueError("prompts must be left-padded: the last column must be a real token in every row")
+  if max_new_tokens < 1:
+    raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+  batch, length = prompt_ids.shape
+  if bucket and bucket_length(length) > length:
+    extra = bucket_length(length) - length
+    prompt_ids = np.pad(prompt_ids, ((0, 0), (extra, 0)), constant_values=pad_id)
+    prompt_mask = np.pad(prompt_mask, ((0, 0), (extra, 0)))
+  model = nnx.merge(graphdef, state)
+  cache = model.init_cache(batch, prompt_ids.shape[1] + max_new_tokens)
+  prompt_ids, prompt_mask = jnp.asarray(prompt_ids), jnp.asarray(prompt_mask)
+  if mesh is not None:
+    cache, prompt_ids, prompt_mask = jax.tree.map(
+        lambda x: sharding_lib.shard_batch(x, mesh) if x.ndim else x, (cache, prompt_ids, prompt_mask))
+  out, _ = _generate_jit(graphdef, state, cache, prompt_ids, prompt_mask, key,
+                         jnp.float32(temperature), jnp.float32(top_p),
+                         max_new_tokens=max_new_tokens, top_k=int(top_k),
+                         eos_ids=tuple(int(e) for e in eos_ids), pad_id=int(pad_id))
+  return out
+
+
+@dataclasses.dataclass
+class Completion:
+  """One sampled continuation. finish_reason: "stop" (EOS id or stop string) or "length"."""
+  text: str
+  token_ids: list[int]
+  logprobs: list[float]
+  prompt_tokens: int
+  completion_tokens: int
+  finish_reason: str
+
+
+def default_eos_ids(tokenizer, config=None) -> tuple[int, ...]:
+  """The tokenizer's EOS, the config's EOS ids and the chat-turn terminators present in the vocab."""
+  ids = set(getattr(config, "eos_token_ids", ()) or ())
+  if tokenizer.eos_token_id is not None:
+    ids.add(tokenizer.eos_token_id)
+  vocab = tokenizer.get_vocab()
+  ids.update(vocab[t] for t in ("<|im_end|>", "<|endoftext|>") if t in vocab)
+  return tuple(sorted(ids))
+
+
+def cut_at_stop_strings(tokenizer, token_ids: list[int], stop: Sequence[str]):
+  """-> (text before the first stop string, number of tokens up to the one completing it) or None
+  when no stop string occurs. Binary search over prefixes: O(log n) detokenisations."""
+  text = tokenizer.decode(token_ids)
+  hits = [(text.find(s), s) for s in stop if s and s in text]
+  if not hits:
+    return None
+  start, first = min(hits)
+  lo, hi = 1, len(token_ids)  # smallest prefix whose text already contains the stop string
+  while lo < hi:
+    mid = (lo + hi) // 2
+    if first in tokenizer.decode(token_ids[:mid]):
+      hi = mid
+    else:
+      lo = mid + 1
+  return text[:start], lo
+
+
+def generate_text(model, tokenizer, prompts: Sequence, key, *, max_new_tokens: int = 256,
+                  temperature: float = 1.0, top_p: float = 1.0, top_k: int = 0,
+                  stop: Sequence[str] = (), eos_ids: Sequence[int] | None = None,
+                  template_kwargs: dict | None = None, mesh=None) -> list[Completion]:
+  """Text in, text out. Each prompt is a raw string (tokenised as is) or a list of chat messages
+  ({"role", "content"} dicts, rendered with the tokenizer's chat template plus the generation
+  prompt; `template_kwargs` go to the template, e.g. enable_thinking=False for Qwen3)."""
+  encoded = []
+  for prompt in prompts:
+    if isinstance(prompt, str):
+      encoded.append(tokenizer.encode(prompt, add_special_tokens=False))
+    else:
+      text = tokenizer.apply_chat_template(list(prompt), tokenize=False, add_generation_prompt=True,
+                                           **(template_kwargs or {}))
+      encoded.append(tokenizer.encode(text, add_special_tokens=False))
+  eos_ids = default_eos_ids(tokenizer, model.config) if eos_ids is None else tuple(eos_ids)
+  pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+  ids, mask = left_pad(encoded, pad_id)
+  graphdef, state = nnx.split(model)
+  out = generate(graphdef, state, ids, mask, key, max_new_tokens=max_new_tokens,
+                 temperature=temperature, top_p=top_p, top_k=top_k, eos_ids=eos_ids, pad_id=pad_id,
+                 mesh=mesh)
+  tokens, logprobs, lengths = jax.device_get(out)
+  completions = []
+  for row, prompt_ids in enumerate(encoded):
+    n = int(lengths[row])
+    token_ids, row_logprobs = tokens[row, :n].tolist(), logprobs[row, :n].tolist()
+    ended_on_eos = n > 0 and token_ids[-1] in eos_ids
+    reason = "stop" if ended_on_eos else "length"
+    body = token_ids[:-1] if ended_on_eos else token_ids
+    text = tokenizer.decode(body)
+    cut = cut_at_stop_strings(tokenizer, body, stop) if stop and body else None
+    if cut is not None:
+      text, n = cut
+      token_ids, row_logprobs, reason = token_ids[:n], row_logprobs[:n], "stop"
+    completions.append(Completion(text=text, token_ids=token_ids, logprobs=row_logprobs,
+                                  prompt_tokens=len(prompt_ids), completion_tokens=n,
+                                  finish_reason=reason))
+  return completions

@@ -21,12 +21,22 @@ def _add(env_id: str, target: str) -> None:
 for _env_id, _target in [
     ("MinecraftWorkcell-v0", "envs.minecraft.env:make"),
     ("Sokoban-v0", "envs.sokoban.env:make_sokoban"),
+    ("CrafterText-v0", "envs.crafter_text:make_crafter_text"),
+    ("Procgen-bigfish-easy-v0", "envs.procgen_text:bigfish"),
+    ("Procgen-chaser-easy-v0", "envs.procgen_text:chaser"),
+    ("Procgen-coinrun-easy-v0", "envs.procgen_text:coinrun"),
+    ("Procgen-jumper-easy-v0", "envs.procgen_text:jumper"),
+    ("Procgen-maze-easy-v0", "envs.procgen_text:maze"),
+    ("Procgen-miner-easy-v0", "envs.procgen_text:miner"),
     ("BabyAI-GoToRedBall-v0", "envs.minigrid.env:goto_red_ball"),
     ("BabyAI-GoToObj-v0", "envs.minigrid.env:goto_obj"),
     ("BabyAI-GoToLocal-v0", "envs.minigrid.env:goto_local"),
     ("BabyAI-GoTo-v0", "envs.minigrid.env:goto"),
     ("BabyAI-GoToDoor-v0", "envs.minigrid.env:goto_door"),
     ("BabyAI-BlockedUnlockPickup-v0", "envs.minigrid.env:blocked_unlock_pickup"),
+    ("ScienceWorld-v0", "envs.text.scienceworld_env:make"),
+    ("ALFWorld-v0", "envs.text.alfworld_env:make"),
+    ("TextWorld-v0", "envs.text.textworld_env:make"),
 ]:
   _add(_env_id, _target)
 

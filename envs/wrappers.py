@@ -11,6 +11,7 @@ the cost is that envs finishing close together may share a start state (pool reu
 Shapes: observations, states and per-env outputs carry a leading batch axis [B]; the pool carries
 [P]. All randomness comes from the keys passed in.
 """
+import functools
 from typing import Any
 
 import jax
@@ -50,6 +51,7 @@ class VmapAutoReset:
   def default_params(self):
     return self.env.default_params
 
+  @functools.partial(jax.jit, static_argnums=0)
   def reset(self, key: jax.Array, params=None):
     """Returns (obs [B], AutoResetState)."""
     params = self.env.default_params if params is None else params
@@ -59,6 +61,7 @@ class VmapAutoReset:
     pool_obs, pool_state = reset(jax.random.split(key_pool, self.pool_size), params)
     return obs, AutoResetState(env_state, pool_obs, pool_state, jnp.zeros((), jnp.int32))
 
+  @functools.partial(jax.jit, static_argnums=0)
   def step(self, key: jax.Array, state: AutoResetState, action: jax.Array, params=None):
     """Returns (obs, state, reward, terminated, truncated, info), each per env [B]."""
     params = self.env.default_params if params is None else params

@@ -8,8 +8,20 @@ import importlib
 from typing import Callable
 
 EXPERIMENTS: dict[str, str] = {
+    "bench_train": "experiments.bench_train",
+    "train_opsd": "experiments.train_opsd",
+    "train_grpo": "experiments.train_grpo",
+    "train_sft": "experiments.train_sft",
+    "bench_envs": "experiments.bench_envs",
     "smoke": "experiments.smoke",
+    "bench_sampler": "experiments.bench_sampler",
+    "gencoord_eval": "experiments.gencoord_eval",
+    "gencoord_bench": "experiments.gencoord_bench",
+    "gencoord_data": "experiments.gencoord_data",
     "serve": "experiments.serve",
+    "host_loop_bench": "experiments.host_loop_bench",
+    "bench_qwen3_5": "experiments.bench_qwen3_5",
+    "wm_data": "experiments.wm_data",
 }
 
 

@@ -2,6 +2,9 @@
 
 `generate` (arrays in, arrays out): left-padded prompts -> prefill -> `lax.while_loop` over new
 tokens, stopping per sequence on EOS ids on device and leaving the loop once every row has stopped.
+The model only needs `init_cache(batch, max_len)`, `extend(ids, mask, cache) -> (logits, cache)` and
+`config` (see lib/models/qwen.py); `extend_hidden` + `logits`, when present, spare the prefill the
+[B, prompt, vocab] logits. Other decoder families plug in unchanged.
 Model weights enter as an argument (graphdef/state split), so one compiled program serves any
 checkpoint of the same shape; the KV cache is donated. Prompts are left-padded to a power-of-two
 length bucket, so the program compiles once per (batch, bucket, max_new_tokens, top_k, eos ids).
@@ -79,7 +82,12 @@ def _generate_impl(graphdef, state, cache, prompt_ids, prompt_mask, key, tempera
                    max_new_tokens, top_k, eos_ids, pad_id):
   model = nnx.merge(graphdef, state)
   batch = prompt_ids.shape[0]
-  logits, cache = model.extend(prompt_ids, prompt_mask, cache)
+  if hasattr(model, "extend_hidden"):  # project only the last prompt position onto the vocabulary
+    hidden, cache = model.extend_hidden(prompt_ids, prompt_mask, cache)
+    last_logits = model.logits(hidden[:, -1])
+  else:
+    logits, cache = model.extend(prompt_ids, prompt_mask, cache)
+    last_logits = logits[:, -1]
   eos = jnp.asarray(eos_ids if eos_ids else (-1,), jnp.int32)
 
   def cond(carry):
@@ -99,7 +107,7 @@ def _generate_impl(graphdef, state, cache, prompt_ids, prompt_mask, key, tempera
     next_logits, cache = model.extend(token[:, None], jnp.ones((batch, 1), jnp.int32), cache)
     return step + 1, cache, next_logits[:, 0], tokens, logprobs, lengths, done
 
-  init = (jnp.zeros((), jnp.int32), cache, logits[:, -1],
+  init = (jnp.zeros((), jnp.int32), cache, last_logits,
           jnp.full((batch, max_new_tokens), pad_id, jnp.int32),
           jnp.zeros((batch, max_new_tokens), jnp.float32),
           jnp.zeros((batch,), jnp.int32), jnp.zeros((batch,), bool))
@@ -191,10 +199,13 @@ def cut_at_stop_strings(tokenizer, token_ids: list[int], stop: Sequence[str]):
 def generate_text(model, tokenizer, prompts: Sequence, key, *, max_new_tokens: int = 256,
                   temperature: float = 1.0, top_p: float = 1.0, top_k: int = 0,
                   stop: Sequence[str] = (), eos_ids: Sequence[int] | None = None,
-                  template_kwargs: dict | None = None, mesh=None) -> list[Completion]:
+                  template_kwargs: dict | None = None, mesh=None,
+                  pad_batch: bool = True) -> list[Completion]:
   """Text in, text out. Each prompt is a raw string (tokenised as is) or a list of chat messages
   ({"role", "content"} dicts, rendered with the tokenizer's chat template plus the generation
-  prompt; `template_kwargs` go to the template, e.g. enable_thinking=False for Qwen3)."""
+  prompt; `template_kwargs` go to the template, e.g. enable_thinking=False for Qwen3).
+  pad_batch: round the batch up to a power of two with copies of the first prompt (dropped from
+  the result), so callers with varying batch sizes reuse a few compiled programs."""
   encoded = []
   for prompt in prompts:
     if isinstance(prompt, str):
@@ -205,7 +216,8 @@ def generate_text(model, tokenizer, prompts: Sequence, key, *, max_new_tokens: i
       encoded.append(tokenizer.encode(text, add_special_tokens=False))
   eos_ids = default_eos_ids(tokenizer, model.config) if eos_ids is None else tuple(eos_ids)
   pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-  ids, mask = left_pad(encoded, pad_id)
+  rows = bucket_length(len(encoded), minimum=1) if pad_batch else len(encoded)
+  ids, mask = left_pad(encoded + [encoded[0]] * (rows - len(encoded)), pad_id)
   graphdef, state = nnx.split(model)
   out = generate(graphdef, state, ids, mask, key, max_new_tokens=max_new_tokens,
                  temperature=temperature, top_p=top_p, top_k=top_k, eos_ids=eos_ids, pad_id=pad_id,

@@ -25,10 +25,13 @@ from agents.gencoord.prompt import render
 
 
 _TEXT_CACHE: dict = {}
+MEMOISE = True        # benchmarks switch memoisation off for the baseline loop
 
 
 def _memo(key, make):
   # Composed texts are pure functions of the public branch: serialise each one once.
+  if not MEMOISE:
+    return make()
   hit = _TEXT_CACHE.get(key)
   if hit is None:
     hit = make()

@@ -8,7 +8,6 @@ actor, its grounding location, its predecessors from the merged relation P_C and
 handoff, a checker attachment naming the intended inventory transfer.
 """
 import dataclasses
-import functools
 
 from agents.gencoord import templates
 from agents.gencoord.resolve import Commitment
@@ -82,12 +81,21 @@ def _ground(n, locations) -> tuple:
   return ref, None
 
 
-@functools.lru_cache(maxsize=65_536)
+_CANON: dict = {}
+MEMOISE = True        # benchmarks switch memoisation off for the baseline loop
+
+
 def canonical_paths(template: templates.Template, binding: str, snd: str, rcv: str,
                     scale: int) -> tuple:
   """Normalised (sender path, receiver path) of the canonical branch of `binding`."""
-  canon = template.branch(binding, snd, rcv, scale)
-  return normalize_path(canon.sender_path, snd), normalize_path(canon.receiver_path, rcv)
+  key = (template.name, binding, snd, rcv, scale)
+  hit = _CANON.get(key) if MEMOISE else None
+  if hit is None:
+    canon = template.branch(binding, snd, rcv, scale)
+    hit = normalize_path(canon.sender_path, snd), normalize_path(canon.receiver_path, rcv)
+    if MEMOISE and len(_CANON) < 65_536:
+      _CANON[key] = hit
+  return hit
 
 
 def materialize(c: Commitment, template: templates.Template, layout: Layout, scale: int,

@@ -61,6 +61,7 @@ class Record:
   aggregation_bytes: int = 0
   executor_actions: int = 0
   handoff_verified: bool = False
+  receiver_follows_request: bool | None = None   # forward: receiver SELF == delivered REQ
   commitment: resolve.Commitment | None = None
   texts: list = dataclasses.field(default_factory=list)
 
@@ -125,8 +126,10 @@ def run_forward(episodes, backend, condition: str = "true") -> list[Record]:
     raise ValueError(f"unknown forward condition {condition!r}; valid: {FORWARD_CONDITIONS}")
   recs = [Record(ep, condition, backend.name) for ep in episodes]
   texts = backend.generate([E.sender_context(ep) for ep in episodes])
+  # Surface-specific wire payloads (JSON req, free-form dialogue) when the backend has them.
+  wires = getattr(backend, "last_wire", None) or [None] * len(texts)
   stage2, delivered, senders = [], [], []
-  for rec, text in zip(recs, texts):
+  for rec, text, wire in zip(recs, texts, wires):
     rec.model_calls += backend.learned_calls
     q = _decode(rec, text, rec.ep.sender)
     if q is None:
@@ -137,7 +140,9 @@ def run_forward(episodes, backend, condition: str = "true") -> list[Record]:
     if condition == "alternative":
       q = Proposal(q.self_plan, (_alternative(rec.ep),))
     message = None if condition == "removed" else request_line(q)
-    rec.wire_bytes = len(message.encode()) if message else 0
+    if message is not None:
+      payload = wire if (wire is not None and condition == "true") else message
+      rec.wire_bytes = len(payload.encode())
     stage2.append(rec)
     delivered.append(message)
     senders.append(q)
@@ -151,6 +156,10 @@ def run_forward(episodes, backend, condition: str = "true") -> list[Record]:
     if not q_rcv.self_plan or q_rcv.peer_requests:
       rec.result = Fail("CONTRACT_REJECT", "receiver must answer with SELF path and REQ -")
       continue
+    if condition != "removed":
+      rec.receiver_follows_request = (
+          resolve.normalize_path(q_rcv.self_plan, ep.receiver) ==
+          resolve.normalize_path(q_snd.peer_requests[0].requested_plan, ep.receiver))
     if condition == "removed":
       c = resolve.resolve_self_plans(q_snd, q_rcv, ep.sender, ep.receiver)
     else:

@@ -7,15 +7,17 @@ scale, so the receiver's context is identical within a pair until the request ar
   forward("train")            480 clusters (60 per template, balanced bindings)
   forward("heldout")          128 clusters (16 per template)
   forward("intervention")     160 clusters (20 per template)
-  forward("heldout_template")  80 clusters (10 per template, unseen quantity scale 3)
+  forward("heldout_template")  80 clusters (20 per held-out template, one new template per
+                               family, see templates_heldout.py)
   cross_product("unseen")      60 unseen binding cross-products (+ 60 seen for training)
   capability()                 40 clusters: 2 goals x 2 workcell modes x 10 world variants
+  capability("train")         160 training clusters (40 other world variants)
   visibility(view)             96 clusters: 3 motifs x 32, under full / skeleton / node_only
 Variant ranges are disjoint across splits, so no world is shared between pools.
 """
 import functools
 
-from agents.gencoord import capability, crossproduct, motifs, templates
+from agents.gencoord import capability, crossproduct, motifs, templates, templates_heldout
 from agents.gencoord.episode import Episode
 from envs.minecraft.layout import make_layout
 
@@ -23,9 +25,9 @@ AGENTS = ("agent_a", "agent_b")
 CORE = ("build_site", "chest_ab", "chest_or_table", "planks_or_sticks", "deposit_or_build",
         "dual_build", "active_order", "remaining_terminal")
 FORWARD_SPLITS = {"train": (60, 0), "heldout": (16, 10_000), "intervention": (20, 20_000),
-                  "heldout_template": (10, 30_000)}
+                  "heldout_template": (20, 30_000)}
 COUNTS = {"train": 480, "heldout": 128, "intervention": 160, "heldout_template": 80,
-          "cross_product": 60, "capability": 40, "visibility": 96}
+          "cross_product": 60, "capability": 40, "capability_train": 160, "visibility": 96}
 
 
 @functools.lru_cache(maxsize=4096)
@@ -45,14 +47,16 @@ def _views(cluster_id, suite, template, binding, variant, scale, split, peer_mod
   return out
 
 
-def forward(split: str, templates_=CORE) -> list[Episode]:
+def forward(split: str, templates_=None) -> list[Episode]:
   per_template, offset = FORWARD_SPLITS[split]
+  if templates_ is None:
+    templates_ = templates_heldout.HELDOUT if split == "heldout_template" else CORE
   eps = []
   for t_index, name in enumerate(templates_):
     bindings = templates.get(name).bindings
     for i in range(per_template):
       variant = offset + 1000 * t_index + i // 2
-      scale = 3 if split == "heldout_template" else 1 + (i // 2) % 2
+      scale = 1 + (i // 2) % 2
       eps += _views(f"{split}/{name}/{i:03d}", "forward", name, bindings[i % 2], variant,
                     scale, split)
   return eps
@@ -68,14 +72,20 @@ def cross_product(split: str = "unseen") -> list[Episode]:
                            40_000 + i + (500 if split == "unseen" else 0), 1, split)]
 
 
-def capability_suite() -> list[Episode]:
-  """20 matched pairs: same goal and world variant, the peer's workcell mode flipped."""
+def capability_suite(split: str = "eval") -> list[Episode]:
+  """Matched pairs: same goal and world variant, the peer's workcell mode flipped.
+
+  eval: 10 world variants -> 40 clusters (20 pairs); train: 40 other variants -> 160 clusters,
+  whose 320 role views give the 320 requester-initial + 320 after-response rows.
+  """
+  worlds, offset = {"eval": (10, 50_000), "train": (40, 55_000)}[split]
   eps = []
   for goal in capability.GOALS:
-    for w in range(10):
+    for w in range(worlds):
       for mode in ("RAW_PROCESSOR", "FINISHED_RECEIVER"):
-        eps += _views(f"capability/{goal}/w{w}/{mode}", "capability", f"capability_{goal}",
-                      capability.MODE_BRANCH[mode], 50_000 + w, 1, "capability", mode)
+        eps += _views(f"capability_{split}/{goal}/w{w}/{mode}", "capability",
+                      f"capability_{goal}", capability.MODE_BRANCH[mode], offset + w, 1,
+                      f"capability_{split}", mode)
   return eps
 
 
@@ -104,7 +114,8 @@ def suite(name: str, **kwargs) -> list[Episode]:
   if name in FORWARD_SPLITS:
     return forward(name)
   makers = {"cross_product": cross_product, "cross_product_seen": lambda: cross_product("seen"),
-            "capability": capability_suite, "visibility": visibility}
+            "capability": capability_suite,
+            "capability_train": lambda: capability_suite("train"), "visibility": visibility}
   if name not in makers:
     raise KeyError(f"unknown suite {name!r}; valid: {sorted([*FORWARD_SPLITS, *makers])}")
   return makers[name](**kwargs)

@@ -40,12 +40,13 @@ class Template:
     if binding not in self.bindings:
       raise ValueError(f"{binding!r} is not a binding of template {self.name}")
     branch = self.compose(binding, snd, rcv, k)
-    if len(_BRANCH_CACHE) < 65_536:       # the composer is pure: memoise its output
+    if MEMOISE and len(_BRANCH_CACHE) < 65_536:   # the composer is pure: memoise its output
       _BRANCH_CACHE[key] = branch
     return branch
 
 
 _BRANCH_CACHE: dict = {}
+MEMOISE = True        # benchmarks switch memoisation off for the baseline loop
 
 
 def _obtain_and_hand(item, q, rcv):
@@ -171,7 +172,7 @@ def register(template: Template) -> None:
 
 # Modules that register further templates (Goal x Capability, cross-products, motifs).
 _EXTENSIONS = ("agents.gencoord.capability", "agents.gencoord.crossproduct",
-               "agents.gencoord.motifs")
+               "agents.gencoord.motifs", "agents.gencoord.templates_heldout")
 
 
 def load_all() -> dict:

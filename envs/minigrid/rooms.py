@@ -172,52 +172,56 @@ def door_pos(layout: RoomLayout, offsets, i, j, k) -> jax.Array:
   return jnp.stack([xs[k], ys[k]]).astype(jnp.int32)
 
 
-def has_neighbor(layout: RoomLayout, i, j, k) -> jax.Array:
-  return jnp.stack([i < layout.cols - 1, j < layout.rows - 1, i > 0, j > 0])[k]
+def internal_walls(layout: RoomLayout) -> np.ndarray:
+  """int32 [n_walls, 3]: (i, j, side) for every wall between two rooms, side 0 east / 1 south."""
+  walls = [(i, j, 0) for i in range(layout.cols - 1) for j in range(layout.rows)]
+  walls += [(i, j, 1) for i in range(layout.cols) for j in range(layout.rows - 1)]
+  return np.asarray(walls, np.int32).reshape(-1, 3)
 
 
-def connect_all(key, grid, layout: RoomLayout, offsets, start_room, max_iters: int = 5000):
-  """`RoomGrid.connect_all` (no locked rooms): add closed doors of random colors at random
-  sides of random rooms until every room is reachable from `start_room` (i, j).
+def _connected(layout: RoomLayout, opened: jax.Array) -> jax.Array:
+  """For each row of opened [P, n_walls] (bool), whether all rooms are mutually reachable."""
+  walls = internal_walls(layout)
+  n_rooms = layout.rows * layout.cols
+  ends = np.zeros((walls.shape[0], n_rooms, n_rooms), np.float32)   # wall -> room adjacency
+  for w, (i, j, side) in enumerate(walls):
+    a, b = i * layout.rows + j, (i + 1 - side) * layout.rows + j + side
+    ends[w, a, b] = ends[w, b, a] = 1.0
+  adj = jnp.einsum("pw,wab->pab", opened.astype(jnp.float32), ends) + jnp.eye(n_rooms)
+  r = jnp.zeros((opened.shape[0], n_rooms)).at[:, 0].set(1.0)
+  for _ in range(n_rooms - 1):
+    r = jnp.minimum(jnp.einsum("pa,pab->pb", r, adj), 1.0)
+  return (r > 0).all(axis=1)
 
-  Returns (grid, ok); ok is False when Farama would raise after `max_iters` tries.
+
+def connect_all(u, grid, layout: RoomLayout, offsets):
+  """`RoomGrid.connect_all` for levels without locked rooms.
+
+  Farama repeatedly draws a uniform (room, side) and adds a closed door of a uniform color if
+  that side leads to a neighbour and has no door yet, until all rooms are connected. Skipped
+  draws do not matter, and both sides of a wall are equally likely, so the walls receive doors
+  in a uniformly random order, stopping at the first prefix that connects every room. We draw
+  that order directly (argsort of uniforms) and find the prefix without a loop.
+  Farama's 5000-draw cap is never reached in practice and is not modelled.
+
+  u: uniforms [2, n_walls] (order keys, colors). Returns grid with the doors added.
   """
-  n = layout.rows * layout.cols
-
-  def reach(doors):  # doors: bool [cols, rows, 4]
-    r = jnp.zeros((layout.cols, layout.rows), bool).at[start_room[0], start_room[1]].set(True)
-    for _ in range(n):
-      east = jnp.pad(r[:-1] & doors[:-1, :, 0], ((1, 0), (0, 0)))
-      west = jnp.pad(r[1:] & doors[1:, :, 2], ((0, 1), (0, 0)))
-      south = jnp.pad(r[:, :-1] & doors[:, :-1, 1], ((0, 0), (1, 0)))
-      north = jnp.pad(r[:, 1:] & doors[:, 1:, 3], ((0, 0), (0, 1)))
-      r = r | east | west | south | north
-    return r.all()
-
-  def cond(carry):
-    _, doors, it = carry
-    return ~reach(doors) & (it <= max_iters)
-
-  def body(carry):
-    grid, doors, it = carry
-    u = jax.random.uniform(jax.random.fold_in(key, it), (4,))
-    i = uniform_int(u[0], 0, layout.cols)
-    j = uniform_int(u[1], 0, layout.rows)
-    k = uniform_int(u[2], 0, 4)
-    add = has_neighbor(layout, i, j, k) & ~doors[i, j, k]
-    color = uniform_int(u[3], 0, C.N_COLORS)
-    pos = door_pos(layout, offsets, i, j, k)
-    grid = put(grid, pos, jnp.stack([C.DOOR, color, C.DOOR_CLOSED]), add)
-    di = jnp.array([1, 0, -1, 0])[k]
-    dj = jnp.array([0, 1, 0, -1])[k]
-    ni, nj = jnp.clip(i + di, 0, layout.cols - 1), jnp.clip(j + dj, 0, layout.rows - 1)
-    doors = doors.at[i, j, k].set(doors[i, j, k] | add)
-    doors = doors.at[ni, nj, (k + 2) % 4].set(doors[ni, nj, (k + 2) % 4] | add)
-    return grid, doors, it + 1
-
-  doors = jnp.zeros((layout.cols, layout.rows, 4), bool)
-  grid, doors, it = jax.lax.while_loop(cond, body, (grid, doors, jnp.int32(0)))
-  return grid, it <= max_iters
+  walls = internal_walls(layout)
+  n = walls.shape[0]
+  order = jnp.argsort(u[0])
+  rank = jnp.argsort(order)                                   # position of each wall in order
+  opened = rank[None, :] < jnp.arange(1, n + 1)[:, None]      # [prefix length - 1, wall]
+  stop = jnp.argmax(_connected(layout, opened))               # first connecting prefix
+  add = opened[stop]
+  colors = uniform_int(u[1], 0, C.N_COLORS)
+  east_y, south_x = offsets
+  step = layout.size - 1
+  i, j, side = (jnp.asarray(walls[:, k]) for k in range(3))
+  xs = jnp.where(side == 0, i * step + step, south_x[i, j])
+  ys = jnp.where(side == 0, east_y[i, j], j * step + step)
+  doors = jnp.stack([jnp.full(n, C.DOOR), colors, jnp.full(n, C.DOOR_CLOSED)], -1)
+  new = jnp.where(add[:, None], doors.astype(jnp.uint8), grid[xs, ys])
+  return grid.at[xs, ys].set(new)
 
 
 def objects_reachable(grid: jax.Array, agent_pos: jax.Array) -> jax.Array:

@@ -79,17 +79,16 @@ def _single_room_goto(num_dists: int, red_ball: bool, check_reachable: bool):
 
 def _build_goto(key, layout):
   """GoTo: agent in a random room, `connect_all`, 18 distractors anywhere, all reachable."""
-  k_draw, k_conn = jax.random.split(key)
-  draw = rooms.Draws(k_draw, 4 + 2 * layout.cols * layout.rows + 5 * 18)
+  n_walls = rooms.internal_walls(layout).shape[0]
+  draw = rooms.Draws(key, 4 + 2 * layout.cols * layout.rows + 2 * n_walls + 5 * 18)
   grid = jnp.asarray(layout.walls())
   i = rooms.uniform_int(draw.take(), 0, layout.cols)
   j = rooms.uniform_int(draw.take(), 0, layout.rows)
   pos, direction, ok = rooms.place_agent(draw.take(), grid, rooms.room_mask(layout, i, j))
   offsets = rooms.sample_door_offsets(draw.take(2, layout.cols, layout.rows), layout)
-  start_room = pos // (layout.size - 1)
-  grid, connected = rooms.connect_all(k_conn, grid, layout, offsets, start_room)
+  grid = rooms.connect_all(draw.take(2, n_walls), grid, layout, offsets)
   grid, objs, placed = _distractors(draw.take(18, 5), grid, layout, pos)
-  ok = ok & connected & placed & rooms.objects_reachable(grid, pos)
+  ok = ok & placed & rooms.objects_reachable(grid, pos)
   return grid, pos, direction, _pick_target(draw.take(), objs), ok
 
 
@@ -159,13 +158,14 @@ class Generator:
     self.spec = spec
 
   def __call__(self, key: jax.Array) -> core.State:
-    build = lambda k: self.spec.build(k, self.spec.layout)
+    layout = self.spec.layout
 
-    def body(carry):
-      attempt = carry[0] + 1
-      return (attempt, *build(jax.random.fold_in(key, attempt)))
+    def body(carry):  # the builder is traced once: the first attempt also runs in the loop
+      attempt = carry[0]
+      return (attempt + 1, *self.spec.build(jax.random.fold_in(key, attempt), layout))
 
-    init = (jnp.int32(0), *build(jax.random.fold_in(key, 0)))
+    init = (jnp.int32(0), jnp.asarray(layout.walls()), jnp.zeros(2, jnp.int32), jnp.int32(0),
+            jnp.zeros(3, jnp.int32), jnp.bool_(False))
     _, grid, pos, direction, mission, _ = jax.lax.while_loop(lambda c: ~c[-1], body, init)
     target_mask, count = mission_state(grid, mission)
     return core.State(grid=grid, agent_pos=pos, agent_dir=direction,

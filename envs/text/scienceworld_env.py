@@ -156,9 +156,17 @@ class ScienceWorld:
     except concurrent.futures.TimeoutError as e:
       raise _SimulatorFailure(ENV_HANG, f"no reply within {timeout or self.call_timeout_s}s") from e
     except Exception as e:  # pylint: disable=broad-except
-      dead = self._sw._gateway.java_process.poll() is not None  # pylint: disable=protected-access
-      code = ENV_DIED if dead or _is_connection_error(e) else ENV_EXCEPTION
+      code = ENV_DIED if _is_connection_error(e) or self._jvm_exited() else ENV_EXCEPTION
       raise _SimulatorFailure(code, f"{type(e).__name__}: {e}") from e
+
+  def _jvm_exited(self, grace_s: float = 2.0) -> bool:
+    """Whether the JVM is gone; a killed JVM can fail a call a moment before it is reaped."""
+    proc = self._sw._gateway.java_process  # pylint: disable=protected-access
+    try:
+      proc.wait(timeout=grace_s)
+      return True
+    except Exception:  # pylint: disable=broad-except
+      return False
 
   # ---- episodes ---------------------------------------------------------------------------
 
@@ -194,6 +202,12 @@ class ScienceWorld:
     return obs, self._info(obs, action_failed=False)
 
   # ---- level enumeration ------------------------------------------------------------------
+
+  def task_names(self) -> list[str]:
+    """The task names the running simulator knows."""
+    if self._sw is None:
+      self._start()
+    return [str(t) for t in self._call(self._sw.server.getTaskNames)]
 
   def max_variations(self, task: str) -> int:
     """Number of variations of `task` (no load needed)."""
@@ -261,7 +275,7 @@ class _SimulatorFailure(Exception):
 
 def _is_connection_error(e: BaseException) -> bool:
   from py4j.protocol import Py4JNetworkError
-  return isinstance(e, (Py4JNetworkError, ConnectionError, EOFError, BrokenPipeError))
+  return isinstance(e, (Py4JNetworkError, ConnectionError, EOFError))
 
 
 def make(task: str = "find-non-living-thing", variations: Sequence[int] = (0,), **kwargs

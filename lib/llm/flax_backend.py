@@ -58,10 +58,12 @@ class FlaxBackend(Backend):
     return cls(model, tokenizer_lib.load_tokenizer(path), **kw)
 
   @classmethod
-  def tiny(cls, path, seed: int = 0, vocab_size: int = 384, **kw) -> "FlaxBackend":
-    """The embedded default: tokenizer trained here, random qwen3-tiny weights (from `seed`)."""
+  def tiny(cls, path, seed: int = 0, vocab_size: int = 384, preset: str = "qwen3-tiny",
+           **kw) -> "FlaxBackend":
+    """The embedded default: tokenizer trained here, random weights (from `seed`) of `preset`'s
+    architecture with the vocabulary resized to the tokenizer."""
     tok = tokenizer_lib.train_tokenizer([_TINY_CORPUS] * 4, vocab_size, path)
-    config = models.preset("qwen3-tiny", vocab_size=len(tok),
+    config = models.preset(preset, vocab_size=len(tok),
                            eos_token_ids=(tok.convert_tokens_to_ids(tokenizer_lib.IM_END),),
                            pad_token_id=tok.pad_token_id)
     model = models.build(config, rngs=nnx.Rngs(seed))

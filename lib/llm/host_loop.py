@@ -6,7 +6,8 @@ equals the number of steps, not episodes x steps), and each reply is handed back
 Actions need no model and are applied immediately, inside the advance.
 
 An episode ends with a status:
-  success        the env reports success (`info["success"]`, else terminated with reward > 0)
+  success        `success_fn(reward, terminated, info)`; by default `info["success"]` when the env
+                 reports it, else terminated with reward > 0
   failure        terminated without success            truncated     the env's own time limit
   action_budget  A actions taken without ending        call_budget   the agent wanted call C+1
   backend_error  a model call failed (after the backend's own retries); `error` holds its code
@@ -68,7 +69,7 @@ def _obs_record(obs) -> dict:
   return {"obs": obs} if isinstance(obs, str) else {}
 
 
-def _success(reward: float, terminated: bool, info: dict) -> bool:
+def default_success(reward: float, terminated: bool, info: dict) -> bool:
   if "success" in info:
     return bool(np.asarray(info["success"]))
   return bool(terminated and reward > 0)
@@ -89,7 +90,8 @@ class HostLoop:
 
   def __init__(self, backend: Backend, *, action_budget: int, call_budget: int,
                default_params: SamplingParams = SamplingParams(), max_live: int | None = None,
-               seed: int = 0, max_attempts: int = 3, show_progress: bool = True):
+               seed: int = 0, max_attempts: int = 3, show_progress: bool = True,
+               success_fn: Callable[[float, bool, dict], bool] = default_success):
     if action_budget < 1 or call_budget < 0:
       raise ValueError(f"need action_budget >= 1 and call_budget >= 0, got "
                        f"{action_budget}, {call_budget}")
@@ -101,6 +103,7 @@ class HostLoop:
     self.seed = seed
     self.max_attempts = max_attempts
     self.show_progress = show_progress
+    self.success_fn = success_fn
     self.steps = 0  # batched backend calls made by the last run()
 
   # ---- resumption -------------------------------------------------------------------------
@@ -177,7 +180,7 @@ class HostLoop:
       except Exception as e:  # pylint: disable=broad-except
         self._fail(ep, "agent_error", e)
         return
-      if _success(reward, terminated, info):
+      if self.success_fn(reward, terminated, info):
         ep.status = "success"
       elif terminated:
         ep.status = "failure"

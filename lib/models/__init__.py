@@ -28,26 +28,31 @@ from lib.models.config import PRESETS, QwenConfig, preset
 from lib.models.embedding import embed, last_token_index
 from lib.models.params import load_pretrained, save_pretrained
 from lib.models.qwen import Cache, Context, KVCache, Qwen
+from lib.models.qwen3_5 import Qwen35
+from lib.models.qwen3_5_config import Qwen35Config
 from lib.models.sharding import make_mesh, shard_batch, shard_model
 
 
 def build(config: QwenConfig, rngs: nnx.Rngs | None = None, dtype="float32") -> Qwen:
   """A randomly initialised model (normal(0.02) weights, unit norms), seeded by `rngs`."""
-  return Qwen(config, rngs=nnx.Rngs(0) if rngs is None else rngs, dtype=jnp.dtype(dtype))
+  cls = Qwen35 if isinstance(config, Qwen35Config) else Qwen  # Qwen3.5: hybrid DeltaNet decoder
+  return cls(config, rngs=nnx.Rngs(0) if rngs is None else rngs, dtype=jnp.dtype(dtype))
 
 
 def token_logprobs(model: Qwen, input_ids, attention_mask=None):
-  """log p(input_ids[:, t] | input_ids[:, :t]) for t >= 1 -> float32 [B, T-1] (0 where masked)."""
+  """log p(input_ids[:, t] | input_ids[:, :t]) for t >= 1 -> float32 [B, T-1]; 0 where token t or
+  its predecessor is padding (a left-padded row's first real token has no context to score it)."""
   logits = model(input_ids, attention_mask)[:, :-1]
   targets = input_ids[:, 1:]
   logp = jnp.take_along_axis(jax.nn.log_softmax(logits, axis=-1), targets[..., None], axis=-1)[..., 0]
   if attention_mask is None:
     return logp
-  return jnp.where(attention_mask[:, 1:].astype(bool), logp, 0.0)
+  mask = attention_mask.astype(bool)
+  return jnp.where(mask[:, 1:] & mask[:, :-1], logp, 0.0)
 
 
 __all__ = [
-    "PRESETS", "QwenConfig", "preset", "Qwen", "Cache", "Context", "KVCache", "build",
+    "PRESETS", "QwenConfig", "preset", "Qwen", "Qwen35", "Qwen35Config", "Cache", "Context", "KVCache", "build",
     "load_pretrained", "save_pretrained", "token_logprobs", "embed", "last_token_index",
     "make_mesh", "shard_model", "shard_batch",
 ]

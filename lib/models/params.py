@@ -94,7 +94,11 @@ def load_pretrained(path, dtype="float32", mesh: jax.sharding.Mesh | None = None
   straight onto its sharding, so the whole model never sits on one device.
   """
   path = Path(path)
-  config = QwenConfig.from_hf(json.loads((path / "config.json").read_text()))
+  hf_config = json.loads((path / "config.json").read_text())
+  if hf_config.get("model_type") in ("qwen3_5", "qwen3_5_text"):  # hybrid DeltaNet decoder
+    from lib.models.qwen3_5_params import load_qwen3_5  # imports this module: import on use
+    return load_qwen3_5(path, dtype, mesh)
+  config = QwenConfig.from_hf(hf_config)
   dtype = jnp.dtype(dtype)
   abstract = nnx.eval_shape(lambda: Qwen(config, rngs=nnx.Rngs(0), dtype=dtype))
   graphdef, state = nnx.split(abstract)
@@ -134,6 +138,9 @@ def load_pretrained(path, dtype="float32", mesh: jax.sharding.Mesh | None = None
 def save_pretrained(model: Qwen, config: QwenConfig, path, max_shard_bytes: int = 4 << 30):
   """Writes `config.json` + safetensors (sharded with an index above `max_shard_bytes`) that
   transformers `from_pretrained` and vLLM load. Parameters keep the model's dtype."""
+  from lib.models import qwen3_5_config, qwen3_5_params  # the latter imports this module
+  if isinstance(config, qwen3_5_config.Qwen35Config):
+    return qwen3_5_params.save_qwen3_5(model, config, path, max_shard_bytes)
   path = Path(path)
   path.mkdir(parents=True, exist_ok=True)
   tensors = {}

@@ -219,7 +219,13 @@ class Qwen(nnx.Module):
                  mask=jnp.zeros((batch, max_len), bool), index=jnp.zeros((), jnp.int32))
 
   def extend(self, input_ids, attention_mask, cache: Cache):
-    """Runs T new tokens into the cache at slot `cache.index` -> (float32 logits [B,T,V], cache).
+    """Runs T new tokens into the cache at slot `cache.index` -> (float32 logits [B,T,V], cache)."""
+    hidden, cache = self.extend_hidden(input_ids, attention_mask, cache)
+    return self.logits(hidden), cache
+
+  def extend_hidden(self, input_ids, attention_mask, cache: Cache):
+    """`extend` without the output head -> (hidden [B,T,hidden], cache); the sampler's prefill
+    projects only the last position, never [B, prompt, vocab].
 
     Positions continue from the real tokens already cached, so left-padded prompts and the tokens
     decoded after them get the same positions as the unpadded sequence.
@@ -233,7 +239,7 @@ class Qwen(nnx.Module):
     ctx = Context(positions=positions, token_mask=attention_mask.astype(bool),
                   attn_mask=causal[None] & slot_mask[:, None, :], cache_index=index)
     x, layer_caches = self._run_layers(input_ids, ctx, cache.layers)
-    return self.logits(x), Cache(layers=layer_caches, mask=slot_mask, index=index + t)
+    return x, Cache(layers=layer_caches, mask=slot_mask, index=index + t)
 
   def _run_layers(self, input_ids, ctx, layer_caches):
     x = jnp.take(self.embed[...], input_ids, axis=0)

@@ -2,8 +2,7 @@
 
 Shapes: B batch, T new tokens, S cache slots, H query heads, K kv heads, D head_dim.
 
-The model has the interface of `lib.models.qwen.Qwen` (`__call__`, `hidden_states`, `logits`,
-`init_cache`, `extend`) and the same `Cache`/`Context` types, so the sampler drives it unchanged:
+The model is a `lib.models.qwen.Qwen` with another layer stack, so the sampler drives it unchanged:
 full-attention layers keep a `KVCache`, linear layers a `DeltaNetCache` (conv inputs + state).
 Differences from Qwen3 that matter for exactness:
   * every RMSNorm outside the DeltaNet is zero-centred: x/rms(x) * (1 + w), product in float32;
@@ -15,8 +14,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from lib.models.deltanet import GatedDeltaNet
-from lib.models.qwen import (_INIT, Cache, Context, Dense, KVCache, MLP, _param, attend,
-                             default_positions)
+from lib.models.qwen import _INIT, Context, Dense, KVCache, MLP, Qwen, _param, attend
 from lib.models.qwen3_5_config import FULL, Qwen35Config
 
 
@@ -110,10 +108,17 @@ class HybridDecoderLayer(nnx.Module):
     return x + self.mlp(self.post_attn_norm(x)), cache
 
 
-class Qwen35(nnx.Module):
-  """Causal LM. `Qwen35(config, rngs=nnx.Rngs(0))` is a random model;
-  `lib.models.qwen3_5_params.load_qwen3_5` fills one from a Hugging Face directory."""
+class Qwen35(Qwen):
+  """Causal LM. `Qwen35(config, rngs=nnx.Rngs(0))` is a random model; `lib.models.load_pretrained`
+  fills one from a Hugging Face directory.
 
+  Only the layer stack differs from `Qwen`: its forward, cached `extend`/`extend_hidden` (T > 1
+  runs the DeltaNet layers in chunked form from their cached state, T == 1 one recurrent step),
+  `logits` and `init_cache` (KV caches for attention layers, O(1) conv + recurrent states for
+  DeltaNet layers) are inherited and drive these layers through the per-layer protocol.
+  """
+
+  # Builds its own stack instead of calling Qwen.__init__ (which would build Qwen3 layers).
   def __init__(self, config: Qwen35Config, *, rngs: nnx.Rngs, dtype=jnp.float32):
     self.config = config
     self.dtype = jnp.dtype(dtype)
@@ -125,55 +130,3 @@ class Qwen35(nnx.Module):
     self.lm_head = None if config.tie_word_embeddings else Dense(
         config.hidden_size, config.vocab_size, bias=False, sharding=(None, "model"), dtype=dtype,
         rngs=rngs)
-
-  def __call__(self, input_ids, attention_mask=None, positions=None):
-    """input_ids [B,T] int, attention_mask [B,T] (1 = token, 0 = pad) -> float32 logits [B,T,V]."""
-    return self.logits(self.hidden_states(input_ids, attention_mask, positions))
-
-  def hidden_states(self, input_ids, attention_mask=None, positions=None):
-    """Final-norm hidden states [B,T,hidden] without a cache (training, scoring, embeddings)."""
-    b, t = input_ids.shape
-    mask = jnp.ones((b, t), bool) if attention_mask is None else attention_mask.astype(bool)
-    if positions is None:
-      positions = default_positions(mask)
-    causal = jnp.tril(jnp.ones((t, t), bool))
-    ctx = Context(positions=positions, token_mask=mask, attn_mask=causal[None] & mask[:, None, :],
-                  cache_index=None)
-    x, _ = self._run_layers(input_ids, ctx, None)
-    return x
-
-  def logits(self, hidden):
-    """hidden [..., hidden] -> float32 logits [..., V] through the (possibly tied) output head."""
-    w = self.embed[...].T if self.lm_head is None else self.lm_head.kernel[...]
-    return jnp.matmul(hidden, w, preferred_element_type=jnp.float32)
-
-  def init_cache(self, batch: int, max_len: int, dtype=None) -> Cache:
-    """KV caches for attention layers, O(1) conv + recurrent states for DeltaNet layers."""
-    dtype = self.dtype if dtype is None else dtype
-    return Cache(layers=tuple(layer.init_cache(batch, max_len, dtype) for layer in self.layers),
-                 mask=jnp.zeros((batch, max_len), bool), index=jnp.zeros((), jnp.int32))
-
-  def extend(self, input_ids, attention_mask, cache: Cache):
-    """Runs T new tokens into the cache at slot `cache.index` -> (float32 logits [B,T,V], cache).
-
-    T > 1 (prefill) runs the DeltaNet layers in chunked form from their cached state; T == 1
-    (decode) runs one recurrent step. Positions continue from the real tokens already cached.
-    """
-    b, t = input_ids.shape
-    max_len = cache.mask.shape[1]
-    index = cache.index
-    slot_mask = jax.lax.dynamic_update_slice(cache.mask, attention_mask.astype(bool), (0, index))
-    positions = jax.lax.dynamic_slice(default_positions(slot_mask), (0, index), (b, t))
-    causal = jnp.arange(max_len)[None, :] <= (index + jnp.arange(t))[:, None]  # [T,S]
-    ctx = Context(positions=positions, token_mask=attention_mask.astype(bool),
-                  attn_mask=causal[None] & slot_mask[:, None, :], cache_index=index)
-    x, layer_caches = self._run_layers(input_ids, ctx, cache.layers)
-    return self.logits(x), Cache(layers=layer_caches, mask=slot_mask, index=index + t)
-
-  def _run_layers(self, input_ids, ctx, layer_caches):
-    x = jnp.take(self.embed[...], input_ids, axis=0)
-    new_caches = []
-    for i, layer in enumerate(self.layers):
-      x, c = layer(x, ctx, None if layer_caches is None else layer_caches[i])
-      new_caches.append(c)
-    return self.final_norm(x), (None if layer_caches is None else tuple(new_caches))

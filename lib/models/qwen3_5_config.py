@@ -73,6 +73,22 @@ class Qwen35Config:
   def rotary_dim(self) -> int:
     return int(self.head_dim * self.partial_rotary_factor)
 
+  def num_params(self) -> int:
+    """Parameter count (embedding counted once when tied), for sizing presets and benchmarks."""
+    h, d = self.hidden_size, self.head_dim
+    q, kv = self.num_heads * d, self.num_kv_heads * d
+    full = h * 2 * q + 2 * h * kv + q * h + 2 * d
+    full += (2 * q + 2 * kv + h) * self.attention_bias
+    key = self.linear_num_key_heads * self.linear_key_head_dim
+    value = self.linear_num_value_heads * self.linear_value_head_dim
+    conv = 2 * key + value
+    linear = (h * conv + h * value + 2 * h * self.linear_num_value_heads + conv * self.linear_conv_kernel
+              + 2 * self.linear_num_value_heads + self.linear_value_head_dim + value * h)
+    mixers = sum(full if kind == FULL else linear for kind in self.layer_types)
+    per_layer = 3 * h * self.intermediate_size + 2 * h
+    head = 0 if self.tie_word_embeddings else self.vocab_size * h
+    return self.vocab_size * h + mixers + self.num_layers * per_layer + h + head
+
   def replace(self, **changes) -> "Qwen35Config":
     return dataclasses.replace(self, **changes)
 
@@ -184,6 +200,13 @@ PRESETS: dict[str, Qwen35Config] = {
         rope_theta=10000.0, partial_rotary_factor=0.5, linear_num_key_heads=2,
         linear_num_value_heads=4, linear_key_head_dim=8, linear_value_head_dim=8,
         tie_word_embeddings=False, max_position_embeddings=4096, deltanet_chunk=16),
+    # ~20M parameters, the benchmark's model (the size of lib/models/config.py's "qwen3-20m").
+    "qwen3.5-20m": Qwen35Config(
+        vocab_size=8192, hidden_size=384, intermediate_size=1152, num_layers=8,
+        layer_types=default_layer_types(8), num_heads=6, num_kv_heads=2, head_dim=64,
+        rope_theta=1e7, partial_rotary_factor=0.25, linear_num_key_heads=4,
+        linear_num_value_heads=8, linear_key_head_dim=64, linear_value_head_dim=64,
+        tie_word_embeddings=False, max_position_embeddings=32768),
 }
 
 

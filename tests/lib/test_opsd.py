@@ -1,6 +1,5 @@
 """lib/opsd.py: on-policy self-distillation lowers the JSD to a privileged teacher (toy task)."""
 import jax
-import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
@@ -8,17 +7,24 @@ from lib import grpo, models, opsd, optim
 from lib.train_state import TrainState, nnx_apply_fn
 
 
+HINT = np.array([7, 8, 9], np.int32)
+
+
 def prompts(rng, b):
-  """Student sees 4 tokens; the teacher additionally sees a privileged 3-token hint first."""
-  ids = rng.integers(6, 32, (b, 4)).astype(np.int32)
-  hint = rng.integers(6, 32, (b, 3)).astype(np.int32)
+  """Student sees 4 tokens; the teacher additionally sees a fixed privileged 3-token hint first,
+  so the teacher's behaviour is a function of the student's prompt that the student can absorb."""
+  ids = rng.integers(10, 32, (b, 4)).astype(np.int32)
+  hint = np.tile(HINT, (b, 1))
   return (ids, np.ones_like(ids)), (np.concatenate([hint, ids], 1), np.ones((b, 7), np.int32))
 
 
 def test_opsd_lowers_jsd_to_teacher_and_masks_span():
   model = models.build(models.preset("qwen3-tiny", vocab_size=32), rngs=nnx.Rngs(0))
+  # Larger weights than the 0.02 init so the hint visibly changes the teacher's distribution.
+  nnx.update(model, jax.tree.map(lambda x: 4.0 * x if x.ndim == 2 else x,
+                                 nnx.state(model, nnx.Param)))
   apply_fn, params = nnx_apply_fn(model)
-  tx = optim.adamw(lr=1e-2, total_steps=100, schedule="constant", weight_decay=0.0)
+  tx = optim.adamw(lr=3e-3, total_steps=100, schedule="constant", weight_decay=0.0)
   cfg = opsd.OPSDConfig(alpha=0.5, minibatch=16, update_epochs=2)
   sample_fn = grpo.nnx_sample_fn(model, max_new_tokens=4, temperature=1.0)
   trainer = opsd.OPSDTrainer(apply_fn, sample_fn, TrainState.create(params, tx), tx, cfg)

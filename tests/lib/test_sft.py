@@ -2,6 +2,7 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from flax import nnx
 from scipy.special import log_softmax
 
@@ -63,16 +64,20 @@ def toy_batch(rng, n, t=12, vocab=128):
           "loss_mask": jnp.asarray(loss)}
 
 
-def _setup(total_steps=40, lr=3e-3):
+@pytest.fixture(scope="module")
+def setup():
+  """One tiny Qwen3, optimizer and jitted accum-2 step shared by the tests (compile once)."""
   model = models.build(models.preset("qwen3-tiny"), rngs=nnx.Rngs(0))
   apply_fn, params = nnx_apply_fn(model)
-  tx = optim.adamw(lr=lr, total_steps=total_steps, warmup_frac=0.1, schedule="cosine")
-  return apply_fn, tx, TrainState.create(params, tx)
-
-
-def test_tiny_qwen_sft_loss_falls_on_small_corpus():
-  apply_fn, tx, state = _setup(total_steps=40, lr=1e-2)
+  tx = optim.adamw(lr=1e-2, total_steps=40, warmup_frac=0.1, schedule="cosine")
   step = jax.jit(sft.make_sft_step(apply_fn, tx, accum_steps=2))
+  fresh = lambda: TrainState.create(jax.tree.map(jnp.copy, params), tx)
+  return model, apply_fn, tx, step, fresh
+
+
+def test_tiny_qwen_sft_loss_falls_on_small_corpus(setup):
+  _, apply_fn, _, step, fresh = setup
+  state = fresh()
   evaluate = jax.jit(sft.make_sft_eval(apply_fn))
   corpus = toy_batch(np.random.default_rng(0), 32)
   rng = np.random.default_rng(1)
@@ -90,30 +95,39 @@ def test_tiny_qwen_sft_loss_falls_on_small_corpus():
   assert tokens == want_tokens
 
 
-def test_accumulation_equals_full_batch_step():
-  apply_fn, tx, state = _setup()
+def test_accumulation_equals_full_batch_step(setup):
+  _, apply_fn, tx, step2, fresh = setup
   batch = toy_batch(np.random.default_rng(1), 8)
-  s1, m1 = jax.jit(sft.make_sft_step(apply_fn, tx, accum_steps=1))(state, batch)
-  s4, m4 = jax.jit(sft.make_sft_step(apply_fn, tx, accum_steps=4))(state, batch)
-  np.testing.assert_allclose(float(m1["loss"]), float(m4["loss"]), rtol=1e-5)
-  for a, b in zip(jax.tree.leaves(s1.params), jax.tree.leaves(s4.params)):
+  s1, m1 = jax.jit(sft.make_sft_step(apply_fn, tx, accum_steps=1))(fresh(), batch)
+  s2, m2 = step2(fresh(), batch)
+  np.testing.assert_allclose(float(m1["loss"]), float(m2["loss"]), rtol=1e-5)
+  for a, b in zip(jax.tree.leaves(s1.params), jax.tree.leaves(s2.params)):
     np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-6)
 
 
-def test_checkpoint_resume_is_exact(tmp_path):
-  apply_fn, tx, state0 = _setup()
-  step = jax.jit(sft.make_sft_step(apply_fn, tx))
+def test_bfloat16_compute_tracks_float32(setup):
+  model, apply_fn, _, _, fresh = setup
+  apply_bf16, _ = nnx_apply_fn(model, compute_dtype=jnp.bfloat16)
+  batch = toy_batch(np.random.default_rng(2), 8)
+  params = fresh().params
+  f32 = float(jax.jit(sft.make_sft_eval(apply_fn))(params, batch))
+  bf16 = float(jax.jit(sft.make_sft_eval(apply_bf16))(params, batch))
+  assert np.isfinite(bf16) and bf16 != f32
+  np.testing.assert_allclose(bf16, f32, rtol=2e-2)
+
+
+def test_checkpoint_resume_is_exact(tmp_path, setup):
+  _, _, _, step, fresh = setup
   batches = [toy_batch(np.random.default_rng(i), 4) for i in range(4)]
-  straight = state0
+  straight = fresh()
   for b in batches:
     straight, _ = step(straight, b)
-  half = state0
+  half = fresh()
   for b in batches[:2]:
     half, _ = step(half, b)
   ckpt = Checkpointer(str(tmp_path / "ckpt"))
   ckpt.save(2, half, metadata={"tokens_seen": 123})
-  _, _, fresh = _setup()
-  restored, meta = ckpt.restore(template=fresh)
+  restored, meta = ckpt.restore(template=fresh())
   assert meta["tokens_seen"] == 123 and meta["step"] == 2 and int(restored.step) == 2
   for b in batches[2:]:
     restored, _ = step(restored, b)

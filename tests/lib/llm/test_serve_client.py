@@ -26,12 +26,15 @@ KEY = "sk-accord-test-NEVER-LOG-ME-917"
 GREEDY = SamplingParams(max_tokens=6, temperature=0.0)
 
 
-def start_server(workdir: pathlib.Path):
+def start_server(workdir: pathlib.Path, cache: pathlib.Path):
   out = open(workdir.parent / f"{workdir.name}.out", "w")
+  # Both servers serve the same tiny model: a shared compilation cache spares the second one
+  # the first one's XLA compiles.
   proc = subprocess.Popen(
       [sys.executable, "launch.py", "--config=configs/serve.py:debug=True",
        f"--workdir={workdir}", "--config.duration_s=0"], cwd=ROOT, stdout=out,
-      stderr=subprocess.STDOUT, env={**os.environ, "JAX_PLATFORMS": "cpu"})
+      stderr=subprocess.STDOUT,
+      env={**os.environ, "JAX_PLATFORMS": "cpu", "JAX_COMPILATION_CACHE_DIR": str(cache)})
   info_path = workdir / "server.json"
   deadline = time.time() + 240
   while not info_path.exists():
@@ -45,11 +48,12 @@ def start_server(workdir: pathlib.Path):
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-  workdir = tmp_path_factory.mktemp("serve") / "run"
-  proc, info = start_server(workdir)
-  yield proc, info, workdir
+  base = tmp_path_factory.mktemp("serve")
+  proc, info = start_server(base / "run", base / "jax_cache")
+  yield proc, info, base / "run"
   proc.terminate()
   proc.wait(timeout=60)
+  workdir = base / "run"
   # A SIGTERM is a clean stop: the server writes its usage summary.
   assert json.loads((workdir / "summary.json").read_text())["summary"]["calls"] > 0
 
@@ -128,7 +132,7 @@ def episode_specs():
 
 def test_server_killed_mid_run(server, tmp_path, key_env, caplog):
   _, healthy, _ = server
-  proc, info = start_server(tmp_path / "doomed")
+  proc, info = start_server(tmp_path / "doomed", server[2].parent / "jax_cache")
   client = OpenAIBackend(info["url"], "accord", api_key_env=key_env, timeout_s=180,
                          max_retries=2, backoff_base_s=0.05)
   key = ("instance", "rollout", "attempt")

@@ -161,7 +161,6 @@ def test_bfloat16_load_is_close(checkpoint):
   # bfloat16 rounding differs between the two implementations; ours must be as close to the
   # float32 reference as transformers' own bfloat16 run is, within a small factor.
   ours_err, hf_err = np.abs(ours - ref)[real].max(), np.abs(ref_bf16 - ref)[real].max()
-  print(ours_err, hf_err)
   assert ours_err <= 2 * hf_err + 1e-3
 
 

@@ -1,0 +1,139 @@
+"""Programmatic supervision rows for learned backends (prompt and target stored separately).
+
+Forward route (Table S5): for every episode one `sender_initial` row (target: SELF+REQ) and one
+`receiver_after_request` row (context includes the delivered REQ; target: downstream SELF and
+`REQ -`), so the 480 training clusters x 2 role views give 960 + 960 rows. The single-step
+control adds one `sender_after_obtain` row per episode (the next local step after obtaining).
+Goal x Capability adds `requester_initial` and `requester_after_response` rows, plus
+`centralized` rows for the full-information reference.
+
+Targets can be written on four surfaces: Short DSL, JSON, controlled free-form and factor
+codes (the binding id). `validate` decodes a target and checks it maps back to the row's
+binding, i.e. equals the canonical branch whose terminal predicate the episode declares.
+"""
+import dataclasses
+import json
+import os
+
+from agents.gencoord import capability, episode as E, surfaces, templates
+from agents.gencoord.dsl import PeerRequest, Proposal, parse, request_line, serialize
+from agents.gencoord.prompt import render
+from agents.gencoord.skills import normalize_path
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+  stage: str
+  episode_id: str
+  cluster_id: str
+  template: str
+  binding: str
+  role_view: int
+  surface: str
+  context: E.LocalContext
+  target: str
+
+  @property
+  def prompt(self) -> str:
+    return render(self.context)
+
+  def to_json(self) -> dict:
+    return {"stage": self.stage, "episode_id": self.episode_id, "cluster_id": self.cluster_id,
+            "template": self.template, "binding": self.binding, "role_view": self.role_view,
+            "surface": self.surface, "prompt": self.prompt, "target": self.target}
+
+
+def _encode(q: Proposal, surface: str, code: str) -> str:
+  if surface == "dsl":
+    return serialize(q)
+  if surface == "factor":
+    return code
+  return surfaces.ENCODERS[surface](q)
+
+
+def _full(branch, peer) -> Proposal:
+  return Proposal(branch.sender_path, (PeerRequest(peer, branch.receiver_path),))
+
+
+def forward_rows(episodes, surface: str = "dsl", single_step: bool = False) -> list[Row]:
+  rows = []
+  for ep in episodes:
+    br = ep.branch()
+    q = _full(br, ep.receiver)
+    mk = lambda stage, ctx, q_, code: Row(stage, ep.episode_id, ep.cluster_id,  # noqa: E731
+                                          ep.template, ep.binding, ep.role_view, surface, ctx,
+                                          _encode(q_, surface, code))
+    rows.append(mk("sender_initial", E.sender_context(ep), q, ep.binding))
+    rows.append(mk("receiver_after_request", E.receiver_context(ep, request_line(q)),
+                   Proposal(br.receiver_path, ()), ep.binding))
+    if single_step:
+      first = serialize(Proposal(br.sender_path[:1], ()))
+      ctx = dataclasses.replace(E.sender_context(ep), stage="sender_after_obtain",
+                                history=(first,))
+      rows.append(mk("sender_after_obtain", ctx, Proposal(br.sender_path[1:2], ()),
+                     ep.binding))
+  return rows
+
+
+def capability_rows(episodes, surface: str = "dsl", centralized: bool = False) -> list[Row]:
+  """Requester-initial and requester-after-response rows (responses from the true mode)."""
+  rows = []
+  for ep in episodes:
+    tmpl = templates.get(ep.template)
+    default = tmpl.bindings[0]
+    q0 = _full(ep.branch(default), ep.receiver)
+    rho = capability.respond(tmpl, q0.peer_requests[0], ep.sender, ep.receiver, ep.peer_mode)
+    q1 = _full(ep.branch(), ep.receiver)
+    mk = lambda stage, ctx, q_, code: Row(stage, ep.episode_id, ep.cluster_id,  # noqa: E731
+                                          ep.template, code, ep.role_view, surface, ctx,
+                                          _encode(q_, surface, code))
+    rows.append(mk("requester_initial", E.requester_context(ep), q0, default))
+    rows.append(mk("requester_after_response",
+                   E.requester_context(ep, serialize(q0), rho.wire()), q1, ep.binding))
+    if centralized:
+      rows.append(mk("centralized", E.centralized_context(ep), q1, ep.binding))
+  return rows
+
+
+def decode(row: Row) -> Proposal:
+  if row.surface == "dsl":
+    return parse(row.target)
+  if row.surface == "factor":
+    tmpl = templates.get(row.template)
+    ctx = row.context
+    if row.stage == "receiver_after_request":
+      return Proposal(tmpl.branch(row.target, ctx.peer, ctx.agent,
+                                  ctx.observation["scale"]).receiver_path, ())
+    if row.stage == "sender_after_obtain":
+      return Proposal(tmpl.branch(row.target, ctx.agent, ctx.peer,
+                                  ctx.observation["scale"]).sender_path[1:2], ())
+    return _full(tmpl.branch(row.target, ctx.agent, ctx.peer, ctx.observation["scale"]),
+                 ctx.peer)
+  return surfaces.DECODERS[row.surface](row.target)
+
+
+def validate(row: Row) -> bool:
+  """The target decodes and equals the canonical object of the row's binding."""
+  ctx = row.context
+  snd, rcv = ((ctx.peer, ctx.agent) if row.stage == "receiver_after_request"
+              else (ctx.agent, ctx.peer))
+  canon = templates.get(row.template).branch(row.binding, snd, rcv, ctx.observation["scale"])
+  q = decode(row)
+  if row.stage == "receiver_after_request":
+    return (not q.peer_requests and
+            normalize_path(q.self_plan, rcv) == normalize_path(canon.receiver_path, rcv))
+  if row.stage == "sender_after_obtain":
+    return normalize_path(q.self_plan, snd) == normalize_path(canon.sender_path[1:2], snd)
+  return (len(q.peer_requests) == 1 and q.peer_requests[0].target == rcv and
+          normalize_path(q.self_plan, snd) == normalize_path(canon.sender_path, snd) and
+          normalize_path(q.peer_requests[0].requested_plan, rcv) ==
+          normalize_path(canon.receiver_path, rcv))
+
+
+def write_jsonl(rows, path: str) -> int:
+  """Writes rows (prompt and target as separate fields); returns the number written."""
+  os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+  with open(path, "w", encoding="utf-8") as f:
+    for row in rows:
+      f.write(json.dumps(row.to_json(), sort_keys=True) + "\n")
+  return len(rows)

@@ -1,0 +1,100 @@
+"""Per-episode metrics rows and per-condition tables laid out like the paper's.
+
+Episode row: terminal success, raw validity (every generation parsed), commitment validity
+(a resolved, materialized commitment was formed), verified handoff, model calls, wire bytes,
+executor actions, failure code. Condition table: success with a cluster-bootstrap 95% CI
+(role views averaged within a cluster first, 10,000 resamples, fixed seed) and the
+Clopper-Pearson interval over episodes; paired differences against a reference condition use
+the paired cluster bootstrap.
+"""
+import numpy as np
+
+from agents.gencoord import capability
+from agents.gencoord.protocol import Record, Success
+from agents.gencoord.skills import value
+from lib import stats
+
+_FORMED = ("EXECUTION_FAILURE", "HANDOFF_FAILURE", "TERMINAL_FAILURE")
+
+
+def episode_row(rec: Record) -> dict:
+  ep = rec.ep
+  code = rec.failure_code
+  c = rec.commitment
+  return {
+      "condition": rec.condition, "backend": rec.backend, "episode_id": ep.episode_id,
+      "cluster_id": ep.cluster_id, "template": ep.template, "role_view": ep.role_view,
+      "binding_true": ep.binding, "binding_committed": c.binding if c else None,
+      "success": rec.success, "raw_valid": rec.raw_valid,
+      "commitment_valid": isinstance(rec.result, Success) or code in _FORMED,
+      "handoff_verified": rec.handoff_verified, "model_calls": rec.model_calls,
+      "receiver_follows_request": rec.receiver_follows_request,
+      "wire_bytes": rec.wire_bytes, "response_bytes": rec.response_bytes,
+      "aggregation_bytes": rec.aggregation_bytes, "executor_actions": rec.executor_actions,
+      "failure_code": code, "fields": commitment_fields(c) if c else None,
+  }
+
+
+def commitment_fields(c) -> dict:
+  """Craft actor, handoff item/count, peer suffix and goal fields of a commitment (S19)."""
+  crafts_self = any(n.skill == "craft.item" for n in c.sender_path)
+  last = c.receiver_path[-1]
+  return {"craft_actor": "requester" if crafts_self else "peer", "handoff_item": c.handoff[2],
+          "handoff_count": c.handoff[3], "peer_suffix": [n.skill for n in c.receiver_path],
+          "goal_item": value(last, "item"), "goal_count": value(last, "q")}
+
+
+def branch_fields(ep, branch_id: str) -> dict:
+  """The same fields for the canonical branch `branch_id` of an episode's template."""
+  f = capability.handoff_fields(ep.branch(branch_id))
+  last = ep.branch(branch_id).receiver_path[-1]
+  return {"craft_actor": f["craft_actor"], "handoff_item": f["handoff_item"],
+          "handoff_count": f["handoff_count"], "peer_suffix": list(f["peer_suffix"]),
+          "goal_item": last.args["item"], "goal_count": last.args["q"]}
+
+
+def by_cluster(rows, field: str = "success") -> dict:
+  out: dict = {}
+  for r in rows:
+    out.setdefault(r["cluster_id"], []).append(float(r[field]))
+  return out
+
+
+def _cluster_means(rows, field="success") -> dict:
+  return {k: [float(np.mean(v))] for k, v in by_cluster(rows, field).items()}
+
+
+def condition_row(name: str, rows: list, n_resamples: int = 10_000, seed: int = 0) -> dict:
+  n = len(rows)
+  wins = sum(bool(r["success"]) for r in rows)
+  means = _cluster_means(rows)
+  lo, hi = stats.bootstrap_ci(means, n_resamples=n_resamples, seed=seed)
+  cp_lo, cp_hi = stats.clopper_pearson(wins, n)
+  strict = sum(all(v) for v in by_cluster(rows).values())
+  follows = [r["receiver_follows_request"] for r in rows
+             if r.get("receiver_follows_request") is not None]
+  mean = lambda f: float(np.mean([float(r[f]) for r in rows]))  # noqa: E731
+  return {"condition": name, "episodes": n, "clusters": len(means),
+          "success_%": 100.0 * wins / n, "ci95_%": f"[{100 * lo:.1f}, {100 * hi:.1f}]",
+          "clopper_pearson_%": f"[{100 * cp_lo:.1f}, {100 * cp_hi:.1f}]",
+          "strict": f"{strict}/{len(means)}", "raw_valid_%": 100 * mean("raw_valid"),
+          "commitment_valid_%": 100 * mean("commitment_valid"),
+          "handoff_verified_%": 100 * mean("handoff_verified"),
+          "follows_req": f"{sum(follows)}/{len(follows)}" if follows else "-",
+          "calls": mean("model_calls"),
+          "wire_B": mean("wire_bytes"), "response_B": mean("response_bytes"),
+          "aggregation_B": mean("aggregation_bytes"), "actions": mean("executor_actions")}
+
+
+def paired_row(name: str, ref: str, rows_a: list, rows_b: list, n_resamples: int = 10_000,
+               seed: int = 0) -> dict:
+  """ref - condition in percentage points, cluster-paired."""
+  a, b = _cluster_means(rows_a), _cluster_means(rows_b)
+  if sorted(a) != sorted(b):
+    raise ValueError(f"conditions {ref} and {name} cover different clusters")
+  keys = sorted(a)
+  diff = 100 * (np.mean([a[k][0] for k in keys]) - np.mean([b[k][0] for k in keys]))
+  lo, hi = stats.paired_bootstrap_ci([a[k] for k in keys], [b[k] for k in keys],
+                                     n_resamples=n_resamples, seed=seed)
+  return {"comparison": f"{ref} - {name}", "delta_pp": float(diff),
+          "ci95_pp": f"[{100 * lo:.1f}, {100 * hi:.1f}]"}

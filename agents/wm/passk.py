@@ -1,0 +1,132 @@
+"""pass@k curves with task-bootstrap bands, pairwise coverage tests, and the pass@k plot.
+
+Inputs are per-task attempt counts: `counts[condition][task_id] = (n, c)` (n attempts, c
+successes). All conditions must hold the same tasks, since curves, bands and tests pair by task.
+
+  curves = pass_at_k_curves(counts, ks)                 mean over tasks of unbiased pass@k
+  bands = bootstrap_bands(counts, ks, n_resamples=10_000, seed=0)
+      resamples tasks with replacement; the SAME task draws serve every condition (the audit's
+      bands), each draw recomputes mean pass@k, the band is the central `level` of the draws
+  tests = coverage_tests(counts)
+      per task solved = solved at least once in its n attempts (pass@n, the audit's pass@64 with
+      n = 64); pairwise two-sided exact McNemar on solved/unsolved, Holm-adjusted
+  plot_pass_at_k(curves, bands, path)                   PNG, log2 k axis, shaded bands
+"""
+import itertools
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from lib import stats
+
+DEFAULT_KS = (1, 2, 4, 8, 16, 32, 64)
+Counts = Mapping[str, Mapping[str, tuple[int, int]]]
+
+
+def _tasks(counts: Counts) -> list[str]:
+  task_sets = [set(v) for v in counts.values()]
+  if not task_sets:
+    raise ValueError("no conditions")
+  if any(s != task_sets[0] for s in task_sets):
+    raise ValueError("all conditions must cover the same tasks (curves and tests pair by task)")
+  return sorted(task_sets[0])
+
+
+def counts_from_rows(rows: Sequence[dict], condition_key: str = "condition",
+                     task_key: str = "task_id", success_key: str = "success") -> dict:
+  """Per-condition, per-task (n, c) from episode rows."""
+  out: dict[str, dict[str, list[int]]] = {}
+  for r in rows:
+    nc = out.setdefault(str(r[condition_key]), {}).setdefault(str(r[task_key]), [0, 0])
+    nc[0] += 1
+    nc[1] += int(bool(r[success_key]))
+  return {cond: {t: (n, c) for t, (n, c) in tasks.items()} for cond, tasks in out.items()}
+
+
+def _matrix(counts: Mapping[str, tuple[int, int]], tasks: Sequence[str],
+            ks: Sequence[int]) -> np.ndarray:
+  """[tasks, ks] per-task unbiased pass@k."""
+  return np.array([[stats.pass_at_k(*counts[t], k) for k in ks] for t in tasks])
+
+
+def pass_at_k_curves(counts: Counts, ks: Sequence[int] = DEFAULT_KS) -> dict[str, np.ndarray]:
+  """condition -> [len(ks)] mean pass@k over tasks (fractions, not percent)."""
+  tasks = _tasks(counts)
+  return {cond: _matrix(c, tasks, ks).mean(axis=0) for cond, c in counts.items()}
+
+
+def bootstrap_bands(counts: Counts, ks: Sequence[int] = DEFAULT_KS, n_resamples: int = 10_000,
+                    seed: int = 0, level: float = 0.95) -> dict[str, np.ndarray]:
+  """condition -> [2, len(ks)] (lo, hi) task-bootstrap band; identical task draws across
+  conditions (drawn once from `seed`)."""
+  tasks = _tasks(counts)
+  idx = np.random.default_rng(seed).integers(0, len(tasks), size=(n_resamples, len(tasks)))
+  alpha = (1.0 - level) / 2.0
+  out = {}
+  for cond, c in counts.items():
+    per_task = _matrix(c, tasks, ks)                     # [T, K]
+    draws = per_task[idx].mean(axis=1)                   # [R, K]
+    out[cond] = np.quantile(draws, [alpha, 1.0 - alpha], axis=0)
+  return out
+
+
+def solved(counts: Mapping[str, tuple[int, int]], tasks: Sequence[str]) -> np.ndarray:
+  """Per-task indicator: solved at least once (c > 0) among its attempts."""
+  return np.array([counts[t][1] > 0 for t in tasks])
+
+
+def coverage_tests(counts: Counts) -> list[dict]:
+  """Pairwise exact McNemar tests on per-task solved/unsolved at pass@n, Holm-adjusted over all
+  pairs. Every task of every condition must have the same n (the k of "pass@k" tested).
+
+  only_a counts tasks solved by condition a only, only_b by b only.
+  """
+  tasks = _tasks(counts)
+  ns = {n for c in counts.values() for n, _ in c.values()}
+  if len(ns) != 1:
+    raise ValueError(f"coverage tests need the same number of attempts everywhere, got {sorted(ns)}")
+  k = ns.pop()
+  rows = []
+  for a, b in itertools.combinations(list(counts), 2):
+    sa, sb = solved(counts[a], tasks), solved(counts[b], tasks)
+    only_a, only_b = int(np.sum(sa & ~sb)), int(np.sum(~sa & sb))
+    rows.append({"a": a, "b": b, "k": k, "solved_a": int(sa.sum()), "solved_b": int(sb.sum()),
+                 "only_a": only_a, "only_b": only_b, "p": stats.mcnemar_exact(only_a, only_b)})
+  if rows:
+    for r, p_adj in zip(rows, stats.holm([r["p"] for r in rows])):
+      r["p_holm"] = float(p_adj)
+  return rows
+
+
+def plot_pass_at_k(curves: Mapping[str, np.ndarray], bands: Mapping[str, np.ndarray] | None,
+                   path: str, ks: Sequence[int] = DEFAULT_KS, title: str = "") -> str:
+  """Writes a PNG of pass@k (percent) against k (log2 axis), bands shaded; returns `path`."""
+  import matplotlib  # pylint: disable=import-outside-toplevel
+  matplotlib.use("Agg")
+  import matplotlib.pyplot as plt  # pylint: disable=import-outside-toplevel
+  fig, ax = plt.subplots(figsize=(5, 3.6), dpi=120)
+  for cond, curve in curves.items():
+    line, = ax.plot(ks, 100 * np.asarray(curve), marker="o", ms=3, label=cond)
+    if bands is not None and cond in bands:
+      lo, hi = 100 * np.asarray(bands[cond])
+      ax.fill_between(ks, lo, hi, color=line.get_color(), alpha=0.18, lw=0)
+  ax.set_xscale("log", base=2)
+  ax.set_xticks(list(ks))
+  ax.set_xticklabels([str(k) for k in ks])
+  ax.set_xlabel("samples k")
+  ax.set_ylabel("pass@k (%)")
+  ax.set_title(title, fontsize=9)
+  ax.grid(alpha=0.3)
+  ax.legend(fontsize=7)
+  fig.tight_layout()
+  fig.savefig(path)
+  plt.close(fig)
+  return path
+
+
+def domain_pass_at_1(counts: Mapping[str, tuple[int, int]], domain_of) -> dict[str, float]:
+  """Mean pass@1 (percent) per domain; `domain_of(task_id) -> str`."""
+  by: dict[str, list[float]] = {}
+  for t, (n, c) in counts.items():
+    by.setdefault(domain_of(t), []).append(stats.pass_at_k(n, c, 1))
+  return {d: 100.0 * float(np.mean(v)) for d, v in sorted(by.items())}

@@ -1,0 +1,73 @@
+"""GRPO on a toy verifiable task with a tiny Qwen3: lib/grpo.py end to end (sampler, rewards,
+group advantages, clipped updates, KL to the frozen initial model, checkpoint/resume, TensorBoard).
+
+Rewards (config.reward.kind):
+  first_token  1 when the first generated token equals config.reward.target_id (verifiable, "GT")
+  coin         independent Bernoulli(p) rewards (the audit's COIN control)
+config.grpo.permute_scores=True shuffles the scores within each group (the *-PERM controls).
+The audit's text rewards (lib.rewards.embedding_similarity_reward with GT or mismatched targets)
+plug in as a reward_fn over decoded responses.
+"""
+import jax
+import numpy as np
+from absl import logging
+
+from lib import grpo, optim, rewards, train_loop
+from lib.results import write_summary
+
+
+def make_reward_fn(c, group_size: int, key: jax.Array):
+  counter = iter(range(10**9))
+  if c.kind == "first_token":
+    return lambda tokens, lengths: (tokens[:, 0] == c.target_id).astype(np.float32).reshape(
+        -1, group_size)
+  if c.kind == "coin":
+    return lambda tokens, lengths: np.asarray(rewards.coin_reward(
+        jax.random.fold_in(key, next(counter)), (len(tokens) // group_size, group_size), c.p))
+  raise ValueError(f"unknown reward kind {c.kind!r}; valid: first_token, coin")
+
+
+def prompts(seed: int, it: int, rows: int, length: int, vocab: int):
+  ids = np.random.default_rng([seed, it]).integers(10, vocab, (rows, length)).astype(np.int32)
+  return ids, np.ones_like(ids)
+
+
+def run(config, workdir):
+  c = config.train
+  key = jax.random.key(config.seed)
+  tx = optim.from_config(config.optim, c.iterations)
+  model, apply_fn, state, mesh, _ = train_loop.setup(config, tx, jax.random.fold_in(key, 0))
+  if mesh is not None:
+    raise ValueError("train_grpo runs on one device; use lib.sharding.jit_step for meshes")
+  vocab = model.config.vocab_size
+  cfg = grpo.GRPOConfig.from_config(config.grpo)
+  sample_fn = grpo.nnx_sample_fn(model, max_new_tokens=c.max_new_tokens,
+                                 temperature=cfg.temperature)
+  ckpt, state, start, meta = train_loop.resume(workdir, state)
+  ref_params = None
+  if start:  # the reference is the initial model, not the resumed one
+    ref_params = train_loop.setup(config, tx, jax.random.fold_in(key, 0))[2].params
+  trainer = grpo.GRPOTrainer(apply_fn, sample_fn, state, tx, cfg, ref_params=ref_params)
+  reward_fn = make_reward_fn(config.reward, cfg.group_size, jax.random.fold_in(key, 2))
+  tokens_seen = int(meta.get("tokens_seen", 0))
+  history = []
+  for it in range(start, c.iterations):
+    ids, mask = prompts(config.seed, it, c.prompts, c.prompt_len, vocab)
+    m = trainer.iteration(ids, mask, reward_fn, jax.random.fold_in(jax.random.fold_in(key, 1), it))
+    tokens_seen += m["train_tokens"]
+    m["tokens_seen"] = tokens_seen
+    history.append(m["reward_mean"])
+    train_loop.log_scalars(workdir, it + 1, m, "grpo/")
+    if (it + 1) % c.log_every == 0:
+      logging.info("grpo iteration %d: %s", it + 1, {k: round(v, 4) for k, v in m.items()})
+    if (it + 1) % c.ckpt_every == 0 or it + 1 == c.iterations:
+      ckpt.save(it + 1, trainer.state, metadata={"tokens_seen": tokens_seen})
+  k = max(1, len(history) // 5)
+  summary = {"iterations": c.iterations, "reward": config.reward.kind,
+             "permute_scores": cfg.permute_scores, "tokens_seen": tokens_seen,
+             "reward_first": float(np.mean(history[:k])) if history else None,
+             "reward_last": float(np.mean(history[-k:])) if history else None}
+  write_summary(workdir, summary, [summary], title="GRPO (toy first-token task)",
+                notes=f"Mean reward over the first / last {k} iterations of this session: "
+                      f"{summary['reward_first']} -> {summary['reward_last']}.")
+  return summary

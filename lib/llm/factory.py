@@ -1,0 +1,94 @@
+"""Backends from config: `make_backend(config.backend)` with `backend.kind` naming the backend.
+
+Each kind has a defaults table; `backend_config(kind, **overrides)` returns a complete dict for a
+config file, and `make_backend` rejects keys a kind does not know (listing the valid ones), so a
+typo in `--config.backend.timout_s=...` fails at start, not silently at hour three.
+
+  c.backend = factory.backend_config("openai_http", base_url="http://127.0.0.1:8000/v1",
+                                     model="accord", api_key_env="")
+  backend = factory.make_backend(config.backend, workdir=workdir)
+
+Scripted backends need a policy object, passed as `policy=`; their config holds only the seed.
+"""
+from typing import Any, Callable
+
+from lib.llm.backend import Backend
+
+DEFAULTS: dict[str, dict[str, Any]] = {
+    # checkpoint: HF-format dir with tokenizer; "" = embedded random model of architecture
+    # `preset` with a tokenizer trained here (in <workdir>/tiny_model).
+    "flax": dict(checkpoint="", preset="qwen3-tiny", dtype="float32", seed=0, max_batch=64),
+    # api_key_env names an environment variable; the key itself never enters a config.
+    "openai_http": dict(base_url="http://127.0.0.1:8000/v1", model="accord", api_key_env="",
+                        embed_model="", max_concurrency=8, timeout_s=120.0, max_retries=4,
+                        backoff_base_s=0.5, backoff_max_s=30.0, send_top_k=False, seed=0),
+    "vllm": dict(model="", embed=False, seed=0, gpu_memory_utilization=0.85, max_model_len=8192,
+                 dtype="auto", tensor_parallel_size=1),
+    "scripted": dict(seed=0),
+}
+
+
+def backend_config(kind: str, **overrides) -> dict:
+  """A complete backend config dict for `kind` with `overrides` applied (unknown keys raise)."""
+  if kind not in DEFAULTS:
+    raise KeyError(f"unknown backend kind {kind!r}; valid: {', '.join(sorted(DEFAULTS))}")
+  unknown = set(overrides) - set(DEFAULTS[kind])
+  if unknown:
+    raise KeyError(f"backend {kind!r} has no settings {sorted(unknown)}; "
+                   f"valid: {', '.join(sorted(DEFAULTS[kind]))}")
+  return {"kind": kind, **DEFAULTS[kind], **overrides}
+
+
+def _flax(c: dict, workdir: str | None, policy) -> Backend:
+  del policy
+  from lib.llm.flax_backend import FlaxBackend  # pylint: disable=import-outside-toplevel
+  if c["checkpoint"]:
+    return FlaxBackend.from_pretrained(c["checkpoint"], dtype=c["dtype"], seed=c["seed"],
+                                       max_batch=c["max_batch"])
+  if workdir is None:
+    raise ValueError("the embedded tiny flax model needs a workdir for its tokenizer")
+  return FlaxBackend.tiny(f"{workdir}/tiny_model", seed=c["seed"], preset=c["preset"],
+                          max_batch=c["max_batch"])
+
+
+def _openai(c: dict, workdir: str | None, policy) -> Backend:
+  del workdir, policy
+  from lib.llm.openai_http import OpenAIBackend  # pylint: disable=import-outside-toplevel
+  return OpenAIBackend(c["base_url"], c["model"], api_key_env=c["api_key_env"],
+                       embed_model=c["embed_model"] or None,
+                       max_concurrency=c["max_concurrency"], timeout_s=c["timeout_s"],
+                       max_retries=c["max_retries"], backoff_base_s=c["backoff_base_s"],
+                       backoff_max_s=c["backoff_max_s"], send_top_k=c["send_top_k"],
+                       seed=c["seed"])
+
+
+def _vllm(c: dict, workdir: str | None, policy) -> Backend:
+  del workdir, policy
+  from lib.llm.vllm_backend import VLLMBackend  # pylint: disable=import-outside-toplevel
+  if not c["model"]:
+    raise ValueError("backend.model must name a local model directory for kind='vllm'")
+  return VLLMBackend(c["model"], embed=c["embed"], seed=c["seed"],
+                     gpu_memory_utilization=c["gpu_memory_utilization"],
+                     max_model_len=c["max_model_len"], dtype=c["dtype"],
+                     tensor_parallel_size=c["tensor_parallel_size"])
+
+
+def _scripted(c: dict, workdir: str | None, policy) -> Backend:
+  del workdir
+  from lib.llm.scripted import ScriptedBackend  # pylint: disable=import-outside-toplevel
+  if policy is None:
+    raise ValueError("kind='scripted' needs make_backend(..., policy=<ScriptedPolicy>)")
+  return ScriptedBackend(policy, seed=c["seed"])
+
+
+BUILDERS: dict[str, Callable[[dict, str | None, Any], Backend]] = {
+    "flax": _flax, "openai_http": _openai, "vllm": _vllm, "scripted": _scripted,
+}
+
+
+def make_backend(config, *, workdir: str | None = None, policy=None) -> Backend:
+  """Builds the backend described by a config dict/ConfigDict with a `kind` field."""
+  c = dict(config.to_dict() if hasattr(config, "to_dict") else config)
+  kind = c.pop("kind", None)
+  full = backend_config(kind, **c)  # validates kind and keys
+  return BUILDERS[kind](full, workdir, policy)

@@ -1,0 +1,108 @@
+"""ScienceWorld adapter against the real simulator: catalog, gold replay, failures, JVM supervision.
+
+One JVM serves the whole module (starting Java takes ~10 s); the kill and hang tests restart it.
+"""
+import os
+import signal
+
+import numpy as np
+import pytest
+
+pytest.importorskip("scienceworld")
+
+from agents.wm.trajectory import ExpertPolicy, collect  # noqa: E402
+from envs.text.base import ENV_DIED, ENV_HANG  # noqa: E402
+from envs.text.scienceworld_env import ScienceWorld, failed_action, task_catalog  # noqa: E402
+
+TASK = "find-non-living-thing"  # 5-step gold path, fast to load
+
+
+@pytest.fixture(scope="module")
+def env():
+  e = ScienceWorld([(TASK, 0), (TASK, 1)], gold=True, call_timeout_s=5.0)
+  yield e
+  e.close()
+
+
+def test_catalog_covers_all_30_tasks_and_7207_variations(env):
+  catalog = task_catalog()
+  names = [row["task"] for row in catalog]
+  assert len(catalog) == 30 and len(set(names)) == 30
+  assert set(names) == set(env.task_names())
+  # 7,207 task variations in total, as the ScienceWorld paper (Wang et al., 2022) reports
+  assert sum(env.max_variations(n) for n in names) == 7207
+  train, test = env.variations(TASK, "train"), env.variations(TASK, "test")
+  assert train and test and not set(train) & set(test)
+
+
+def test_gold_replay_succeeds(env):
+  obs, info = env.reset(0)
+  assert "find a(n) non-living thing" in info["task"] and "This room is called" in obs
+  assert info["task_id"] == f"scienceworld/{TASK}/0" and "admissible_actions" not in info
+  total = 0.0
+  for action in env.gold_actions():
+    obs, reward, terminated, truncated, info = env.step(action)
+    total += reward
+    assert not info["action_failed"]
+  assert terminated and not truncated and info["success"] and info["score"] == 100.0
+  assert total == pytest.approx(1.0)
+  with pytest.raises(RuntimeError):
+    env.step("look around")
+
+
+def test_failed_actions_and_truncation(env):
+  env.reset(1)
+  obs, _, _, _, info = env.step("dance wildly")
+  assert obs == "No known action matches that input." and info["action_failed"]
+  env.max_steps = 3
+  try:
+    _, _, terminated, truncated, info = env.step("wait1")     # step 2 of 3
+    assert not (terminated or truncated) and not info["action_failed"]
+    _, _, terminated, truncated, info = env.step("wait1")     # step 3: the limit
+    assert truncated and not terminated and not info["success"]
+  finally:
+    env.max_steps = 30
+  assert failed_action("The door is not open.") and failed_action("You can't pick up a gas directly.")
+  assert not failed_action("You move to the kitchen.") and not failed_action(
+      "This room is called the hallway. In it, you see:\n\tthe door is not open")
+
+
+def test_list_regime_reports_valid_actions(env):
+  env.list_actions = True
+  try:
+    _, info = env.reset(0)
+  finally:
+    env.list_actions = False
+  assert "open door to kitchen" in info["admissible_actions"] and "look around" in info[
+      "admissible_actions"]
+
+
+class KillAt(ExpertPolicy):
+  """The expert, except that it kills (or freezes) the JVM before its `at`-th action."""
+
+  def __init__(self, at, sig):
+    self.at, self.sig = at, sig
+
+  def act(self, obs, info):
+    if self.t == self.at:
+      os.kill(self.env.jvm_pid, self.sig)
+    return super().act(obs, info)
+
+  def reset(self, env, obs, info):
+    self.env = env
+    super().reset(env, obs, info)
+
+
+@pytest.mark.parametrize("sig,code", [(signal.SIGKILL, ENV_DIED), (signal.SIGSTOP, ENV_HANG)])
+def test_dead_or_hung_jvm_is_recorded_and_the_run_continues(env, sig, code):
+  restarts = env.restarts
+  pid = env.jvm_pid
+  broken = collect(env, KillAt(2, sig), seed=0)
+  assert broken.env_error == code and not broken.success and len(broken.steps) == 2
+  assert env.jvm_pid is None                     # the bad JVM is gone ...
+  with pytest.raises(ProcessLookupError):
+    os.kill(pid, 0)
+  ok = collect(env, ExpertPolicy(), seed=0)      # ... and the next episode runs on a fresh one
+  assert ok.success and ok.env_error is None and env.restarts == restarts + 1
+  assert [s.action for s in ok.steps] == env.gold_actions()
+  assert np.isclose(sum(s.reward for s in ok.steps), 1.0)

@@ -1,0 +1,87 @@
+"""One SFT and one GRPO update on a 2x4 ("data", "fsdp") mesh of 8 fake CPU devices equal the
+single-device update. XLA's device count is fixed at start-up, so the comparison runs in a child
+process (this file run as a script) with XLA_FLAGS=--xla_force_host_platform_device_count=8."""
+import os
+import subprocess
+import sys
+
+LR = 1e-2
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def test_sft_and_grpo_steps_on_8_devices_equal_single_device():
+  env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=ROOT,
+             XLA_FLAGS="--xla_force_host_platform_device_count=8")
+  out = subprocess.run([sys.executable, os.path.abspath(__file__)], env=env, cwd=ROOT,
+                       capture_output=True, text=True, timeout=600)
+  assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+  assert "sft ok" in out.stdout and "grpo ok" in out.stdout, out.stdout
+
+
+def _compare(name, single, sharded, mesh_state):
+  import jax
+  import numpy as np
+  (s1, m1), (s8, m8) = single, sharded
+  assert float(jax.device_get(m1["loss"])) != 0.0
+  np.testing.assert_allclose(float(m1["loss"]), float(m8["loss"]), rtol=1e-5)
+  np.testing.assert_allclose(float(m1["grad_norm"]), float(m8["grad_norm"]), rtol=1e-5)
+  # Adam's first step is ~lr * sign(g): gradients that are ~0 can flip with the reduction order,
+  # so parameters are compared to a small fraction of the step size LR.
+  leaves1, leaves8 = jax.tree.leaves(s1.params), jax.tree.leaves(s8.params)
+  for a, b in zip(leaves1, leaves8):
+    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=0, atol=5e-3 * LR)
+  # The big matrices really are split over the fsdp axis.
+  specs = [x.sharding.spec for x in jax.tree.leaves(s8.params)]
+  assert any("fsdp" in tuple(s) for s in specs), specs
+  print(f"{name} ok", flush=True)
+
+
+def _child():
+  import jax
+  import jax.numpy as jnp
+  import numpy as np
+  from flax import nnx
+
+  from lib import grpo, models, optim, sft, sharding
+  from lib.train_state import TrainState, nnx_apply_fn
+
+  assert jax.device_count() == 8, jax.devices()
+  model = models.build(models.preset("qwen3-tiny"), rngs=nnx.Rngs(0))
+  apply_fn, params = nnx_apply_fn(model)
+  tx = optim.adamw(lr=LR, total_steps=10, warmup_frac=0.0, schedule="cosine")
+  mesh = sharding.make_mesh(data=2, fsdp=4)
+  rng = np.random.default_rng(0)
+
+  def fresh():
+    return TrainState.create(jax.tree.map(jnp.copy, params), tx)
+
+  def run_both(step, batch):
+    single = jax.jit(step)(fresh(), batch)
+    state = fresh()
+    sh = sharding.state_shardings(state, mesh, min_size=256)
+    sharded = sharding.jit_step(step, mesh, sh)(jax.device_put(state, sh),
+                                                 sharding.shard_batch(batch, mesh))
+    return single, sharded
+
+  # SFT: 16 rows, 2 accumulation micro-batches.
+  ids = rng.integers(3, 128, (16, 12)).astype(np.int32)
+  attn = (np.arange(12)[None] < rng.integers(6, 13, (16, 1))).astype(np.int32)
+  loss_mask = attn * (np.arange(12)[None] >= 4)
+  batch = {"input_ids": ids, "attention_mask": attn, "loss_mask": loss_mask}
+  _compare("sft", *run_both(sft.make_sft_step(apply_fn, tx, accum_steps=2), batch), mesh)
+
+  # GRPO: 16 responses of 5 tokens after 6-token prompts, off-policy old log-probs.
+  cfg = grpo.GRPOConfig(group_size=4, kl_coef=0.05, entropy_coef=0.01)
+  ids = rng.integers(3, 128, (16, 11)).astype(np.int32)
+  resp = (np.arange(5)[None] < rng.integers(1, 6, (16, 1))).astype(np.int32)
+  attn = np.concatenate([np.ones((16, 6), np.int32), resp], 1)
+  logp, _ = grpo.response_logprobs(apply_fn, params, jnp.asarray(ids), jnp.asarray(attn), 5)
+  batch = {"input_ids": ids, "attention_mask": attn, "response_mask": resp,
+           "old_logp": np.asarray(logp) + rng.normal(0, 0.1, (16, 5)).astype(np.float32),
+           "ref_logp": np.asarray(logp) + rng.normal(0, 0.1, (16, 5)).astype(np.float32),
+           "advantages": rng.normal(size=(16,)).astype(np.float32)}
+  _compare("grpo", *run_both(grpo.make_grpo_step(apply_fn, tx, cfg, accum_steps=2), batch), mesh)
+
+
+if __name__ == "__main__":
+  _child()

@@ -25,8 +25,15 @@ CORE = [
 
 ENVS = [
     "gymnax>=1.0,<2",
+    "six>=1.16",  # gymnax's bundled MNIST env imports it
     "minigrid>=3.0,<4",
     "crafter>=1.8,<2",
+    "cffi>=1.17",  # gym3 (Procgen's interface); procgen2 itself installs with --no-deps
+]
+
+# Peers that tests and benchmarks compare against.
+PEERS = [
+    "jumanji>=1.1.2,<1.2",
 ]
 
 EXTRAS = {
@@ -38,6 +45,7 @@ EXTRAS = {
         # Exactly this version: it installs from the CPU wheel on disk; any other pulls CUDA.
         "torch==2.13.0",
         *ENVS,
+        *PEERS,
     ],
     "gpu": [
         "jax[cuda12]>=0.6,<0.11",

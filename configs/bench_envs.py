@@ -9,7 +9,7 @@ from configs import common
 
 
 def get_config(arg=None):
-  arg = common.parse_arg(arg, debug=False, batch=1024, steps=200, repeats=3)
+  arg = common.parse_arg(arg, debug=False, batch=1024, steps=200, repeats=5)
   c = ml_collections.ConfigDict()
   c.experiment = "bench_envs"
   c.seed = 0

@@ -13,8 +13,8 @@ def get_config(arg=None):
   c = ml_collections.ConfigDict()
   c.experiment = "bench_train"
   c.seed = 0
-  c.bench = dict(preset="qwen3-tiny" if arg.debug else "qwen3-20m", batch=8,
-                 seq_len=32 if arg.debug else 256, response_len=16 if arg.debug else 128,
-                 lr=1e-5, weight_decay=0.01, rounds=2 if arg.debug else 5,
-                 reps=2 if arg.debug else 3)
+  c.bench = dict(preset="qwen3-tiny" if arg.debug else "qwen3-20m", batch=4,
+                 seq_len=32 if arg.debug else 128, response_len=16 if arg.debug else 64,
+                 lr=1e-5, weight_decay=0.01, rounds=2 if arg.debug else 3,
+                 reps=2)
   return c

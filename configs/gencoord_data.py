@@ -1,5 +1,6 @@
 """GenCoord supervision rows: 480 training clusters x 2 roles -> 960 sender + 960 receiver rows
-(+ 960 single-step intermediate rows), on the Short DSL, JSON, free-form and factor surfaces,
+(single-step control: 960 first-step + 960 intermediate + 960 receiver rows), on the Short DSL,
+JSON, free-form and factor surfaces,
 plus Goal x Capability requester rows (160 training clusters -> 320 + 320 rows).
 
 python launch.py --config=configs/gencoord_data.py --workdir=runs/gencoord_data
@@ -16,6 +17,6 @@ def get_config(arg=None):
   c.seed = 0
   c.forward_pools = ["heldout"] if arg.debug else ["train", "heldout"]
   c.surfaces = ["dsl"] if arg.debug else ["dsl", "json", "freeform", "factor"]
-  c.single_step = True
+  c.horizons = ["multi", "single"]       # single-step control: first step + rest rows
   c.capability_pools = ["capability"] if arg.debug else ["capability_train", "capability"]
   return c

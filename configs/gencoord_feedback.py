@@ -34,4 +34,5 @@ def get_config(arg=None):
   c.n_resamples = 1000 if arg.debug else 10_000
   c.bootstrap_seed = 8901
   c.paired_seed = 8911
+  c.block_seed = 8921
   return c

@@ -3,6 +3,9 @@
 python launch.py --config=configs/host_loop_bench.py --workdir=runs/host_loop_bench
 python launch.py --config=configs/host_loop_bench.py:preset=qwen3-20m --workdir=runs/hlb_20m
 python launch.py --config=configs/host_loop_bench.py:debug=True --workdir=runs/host_loop_bench_dbg
+# the same episodes against a served model (start configs/serve.py first):
+python launch.py --config=configs/host_loop_bench.py --workdir=runs/hlb_http \
+    --config.backend.kind=openai_http --config.backend.openai_http.base_url=http://127.0.0.1:8000/v1
 """
 import ml_collections
 
@@ -22,5 +25,6 @@ def get_config(arg=None):
   c.max_tokens = 8
   # Random weights of a lib.models preset (qwen3-tiny, or qwen3-20m: the sampler benchmark's
   # size), vocabulary resized to the tokenizer trained here.
-  c.backend = factory.backend_config("flax", preset=arg.preset, max_batch=64)
+  # Other backends: --config.backend.kind=openai_http --config.backend.openai_http.base_url=...
+  c.backend = factory.backends_config("flax", flax=dict(preset=arg.preset, max_batch=64))
   return c

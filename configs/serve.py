@@ -23,6 +23,7 @@ def get_config(arg=None):
   c.host = "127.0.0.1"  # loopback by default; set 0.0.0.0 deliberately to expose it
   c.port = 0 if arg.debug else arg.port
   c.max_batch = 32
+  c.min_batch = 1  # sampler batches pad to a power of two >= this (fewer compiles when larger)
   c.batch_window_s = 0.01  # how long the model worker waits to grow a batch
   c.duration_s = 20.0 if arg.debug else 0.0  # 0: serve until killed
   return c

@@ -8,8 +8,8 @@ import ml_collections
 
 from configs import common
 
-# ScienceWorld train/eval variations follow the package's own splits in full runs; the debug run
-# uses two quick tasks and fixed variation indices.
+# ScienceWorld train/eval levels follow the simulator's own train/test variation splits in full
+# runs; the debug run uses two quick tasks and fixed variation indices.
 _ALL_SCIENCEWORLD_TASKS = [
     "boil", "change-the-state-of-matter-of", "chemistry-mix", "chemistry-mix-paint-secondary-color",
     "chemistry-mix-paint-tertiary-color", "find-animal", "find-living-thing",
@@ -29,7 +29,7 @@ def get_config(arg=None):
   c = ml_collections.ConfigDict()
   c.experiment = "wm_data"
   c.seed = 0
-  c.max_steps = 30
+  c.max_steps = 30 if arg.debug else 100   # expert paths of some ScienceWorld tasks exceed 30
   c.noisy_reps = 1 if arg.debug else arg.noisy_reps
   c.noise = 0.3
   c.history_window = 5
@@ -40,10 +40,13 @@ def get_config(arg=None):
   c.scienceworld = dict(
       enabled=True,
       tasks=["find-non-living-thing", "find-plant"] if arg.debug else _ALL_SCIENCEWORLD_TASKS,
-      train_variations=[0, 1] if arg.debug else list(range(10)),
-      eval_variations=[2] if arg.debug else list(range(10, 14)))
+      # variation indices, or a split name of the simulator ("train"/"dev"/"test")
+      train_variations=[0, 1] if arg.debug else "train",
+      eval_variations=[2] if arg.debug else "test",
+      per_task=10)                              # levels per task when a split is named
   c.textworld = dict(enabled=True, train_seeds=[1, 2] if arg.debug else list(range(1, 41)),
-                     eval_seeds=[101] if arg.debug else list(range(101, 121)))
+                     eval_seeds=[101] if arg.debug else list(range(101, 121)),
+                     games_dir="")  # "" = <workdir>/textworld_games (generated once, reused)
   # data_dir "" builds a tiny game in ALFWorld's format (labelled as such in the summary)
   c.alfworld = dict(enabled=True, data_dir="", eval_split="valid_seen")
   return c

@@ -90,10 +90,8 @@ def _miner_falling(state) -> list:
     for y in (ay + 1, ay + 2):
       if not (0 <= x < w and 0 < y < h) or grid[y, x] not in (1, 2, 3, 4):
         continue
-      below = (x, y - 1)
-      if below == (ax, ay) or grid[y - 1, x] == procgen_state.SPACE:
-        if x == ax and y == ay + 2 and grid[ay + 1, ax] != procgen_state.SPACE:
-          continue  # something solid between it and the player
+      # it can fall if the cell below is empty, or is the player (moving off lets it drop)
+      if (x, y - 1) == (ax, ay) or grid[y - 1, x] == procgen_state.SPACE:
         out.append((x + 0.5, y + 0.5))
   return out
 

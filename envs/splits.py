@@ -29,6 +29,8 @@ class Budget:
 BUDGETS = {
     "sokoban": Budget(source=100, evaluation=200, rollouts=8, actions=60, calls=60),
     "crafter": Budget(source=100, evaluation=200, rollouts=8, actions=160, calls=160),
+    # Table 4 says 140 Procgen evaluation instances, Table 5 six games x 20 levels = 120 (and 86
+    # source levels); `procgen_levels` follows Table 5 and the issue (levels 100-119 per game).
     "procgen": Budget(source=100, evaluation=140, rollouts=8, actions=160, calls=160),
 }
 

@@ -1,7 +1,7 @@
 """Environment throughput benchmark: steps/s of batched random-action rollouts with auto-reset.
 
 Every row is measured in this run on this machine: a jitted `lax.scan` of `steps` random actions
-over `batch` envs, timed after one warm-up call, best of `repeats`. A row's `ratio` is its steps/s
+over `batch` envs, timed after a warm-up call, best of `repeats` interleaved runs. `ratio` is steps/s
 over the steps/s of the row named in its `baseline` field (measured in the same run).
 
 Sections (a list, so other env families add theirs with one entry):
@@ -35,15 +35,21 @@ SECTIONS = [
 ]
 
 
-def time_rollout(fn, key, repeats: int) -> float:
-  """Seconds of the fastest of `repeats` calls of jitted `fn(key)`, after a compile call."""
-  jax.block_until_ready(fn(key))
-  best = float("inf")
+def time_rollouts(fns: dict, key, repeats: int) -> dict:
+  """Fastest-of-`repeats` seconds per jitted `fn(key)`, after a compile call each.
+
+  Repeats are interleaved across the functions (round robin), so a burst of load from other
+  processes on a shared machine hits every candidate alike instead of one row.
+  """
+  for fn in fns.values():
+    jax.block_until_ready(fn(key))
+  best = {name: float("inf") for name in fns}
   for i in range(repeats):
     k = jax.random.fold_in(key, i + 1)
-    start = time.perf_counter()
-    jax.block_until_ready(fn(k))
-    best = min(best, time.perf_counter() - start)
+    for name, fn in fns.items():
+      start = time.perf_counter()
+      jax.block_until_ready(fn(k))
+      best[name] = min(best[name], time.perf_counter() - start)
   return best
 
 
@@ -109,22 +115,26 @@ def sokoban_rows(config) -> list[dict]:
   levels = generator.generate_levels(config.seed, c.num_levels, 10, 10, 4)
   env = sk.Sokoban(levels, c.max_steps)
   key = jax.random.key(config.seed)
-  rows = []
-  candidates = [
-      ("sokoban/ours_pooled_reset", lambda: _ours_pooled(env, config.batch, config.steps)),
-      ("sokoban/ours_gymnax_step", lambda: _ours_gymnax_step(env, config.batch, config.steps)),
-      ("sokoban/jumanji", lambda: _jumanji(levels, config.batch, config.steps, c.max_steps)),
-  ]
-  for name, build in candidates:
-    row = {"name": name, "batch": config.batch, "baseline": "sokoban/jumanji"}
-    try:
-      seconds = time_rollout(build(), key, config.repeats)
-      row["steps_per_s"] = config.batch * config.steps / seconds
-    except Exception as e:  # a peer that cannot run is reported with its exact error, not dropped
-      row["steps_per_s"] = float("nan")
+  candidates = {
+      "sokoban/ours_pooled_reset": lambda: _ours_pooled(env, config.batch, config.steps),
+      "sokoban/ours_gymnax_step": lambda: _ours_gymnax_step(env, config.batch, config.steps),
+      "sokoban/jumanji": lambda: _jumanji(levels, config.batch, config.steps, c.max_steps),
+  }
+  rows, fns = [], {}
+  for name, build in candidates.items():
+    row = {"name": name, "batch": config.batch, "steps_per_s": float("nan"),
+           "baseline": None if name == "sokoban/jumanji" else "sokoban/jumanji"}
+    try:  # a peer that cannot run is reported with its exact error, not dropped
+      fn = build()
+      jax.block_until_ready(fn(key))
+      fns[name] = fn
+    except Exception as e:  # noqa: BLE001
       row["error"] = f"{type(e).__name__}: {e}"[:300]
     rows.append(row)
-  rows[-1]["baseline"] = None
+  seconds = time_rollouts(fns, key, config.repeats)
+  for row in rows:
+    if row["name"] in seconds:
+      row["steps_per_s"] = config.batch * config.steps / seconds[row["name"]]
   return rows
 
 

@@ -57,7 +57,7 @@ def _torch_side(hf_dir, c, sft_batch, rl_batch):
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     opt.step()
     opt.zero_grad(set_to_none=True)
-    return float(loss)
+    return float(loss.detach())
 
   def grpo_step():
     logits = model(input_ids=ids, attention_mask=attn).logits[:, -n - 1:-1].float()
@@ -77,7 +77,7 @@ def _torch_side(hf_dir, c, sft_batch, rl_batch):
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     opt.step()
     opt.zero_grad(set_to_none=True)
-    return float(loss)
+    return float(loss.detach())
 
   return sft_step, grpo_step, torch.get_num_threads()
 

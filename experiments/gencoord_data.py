@@ -16,9 +16,12 @@ def run(config, workdir):
   table = []
   for pool in config.forward_pools:
     episodes = suites.suite(pool)
-    for surface in config.surfaces:
-      rows = data.forward_rows(episodes, surface, single_step=config.single_step)
-      table.append(_write(rows, workdir, f"{pool}_{surface}.jsonl", pool, surface))
+    for horizon in config.horizons:
+      for surface in config.surfaces:
+        rows = data.forward_rows(episodes, surface, horizon)
+        name = f"{pool}_{surface}.jsonl" if horizon == "multi" else \
+            f"{pool}_{horizon}_{surface}.jsonl"
+        table.append(_write(rows, workdir, name, pool, surface))
   for pool in config.capability_pools:
     for surface in config.surfaces:
       rows = data.capability_rows(suites.suite(pool), surface, centralized=True)

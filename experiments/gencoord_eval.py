@@ -17,14 +17,17 @@ from lib import tb
 from lib.results import ResultsLog, markdown_table, write_summary
 
 
-def _make_backend(spec, config):
+def _make_backend(spec, config, episodes):
+  """Backends fitted on training rows get them here; the oracle gets the true bindings."""
   kwargs = {}
   if spec.backend == "case_table":
     rows = data.forward_rows(suites.suite(config.train_suite))
     kwargs["rows"] = [(r.context, r.target) for r in rows]
-  elif spec.backend == "tfidf_nn":
+  elif spec.backend in ("tfidf_nn", "frozen_parser", "surface_table"):
     rows = data.forward_rows(suites.suite(config.train_suite))
     kwargs["rows"] = [(r.context, r.binding) for r in rows if r.stage == "sender_initial"]
+  elif spec.backend == "oracle_factors":
+    kwargs["truth"] = {ep.episode_id: ep.binding for ep in episodes}
   return backends.make(spec.backend, **kwargs)
 
 
@@ -64,9 +67,11 @@ def run(config, workdir):
             if not log.has({"condition": spec.name, "episode_id": ep.episode_id})]
     if not todo:
       continue
-    backend = _make_backend(spec, config)
+    backend = _make_backend(spec, config, todo)
+    # Forward specs may name a commitment horizon ("multi" by default, or "single").
+    extra = {"horizon": vars(spec).get("horizon", "multi")} if config.protocol == "forward" else {}
     for k in range(0, len(todo), config.batch):
-      for rec in runner(todo[k:k + config.batch], backend, spec.condition):
+      for rec in runner(todo[k:k + config.batch], backend, spec.condition, **extra):
         row = metrics.episode_row(rec)
         row["condition"] = spec.name
         log.append(json.loads(json.dumps(row, default=list)))
@@ -94,6 +99,13 @@ def run(config, workdir):
            + markdown_table(paired))
   summary = {"suite": config.suite, "success": {r["condition"]: r["success_%"] for r in table},
              "paired": paired}
+  if config.protocol == "feedback":
+    blocks = [metrics.block_paired_row(s.name, config.reference, by_condition[config.reference],
+                                       by_condition[s.name], suites.capability_pair,
+                                       config.n_resamples, config.block_seed + i)
+              for i, s in enumerate(conditions) if s.name != config.reference]
+    summary["pair_block_paired"] = blocks
+    notes += "\n## Matched-pair block sensitivity\n\n" + markdown_table(blocks)
   counterfactual = [s.name for s in conditions if s.condition == "counterfactual"]
   if config.protocol == "feedback" and counterfactual:
     fidelity = _field_fidelity(by_condition[counterfactual[0]], episodes)

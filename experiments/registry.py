@@ -22,6 +22,7 @@ EXPERIMENTS: dict[str, str] = {
     "host_loop_bench": "experiments.host_loop_bench",
     "bench_qwen3_5": "experiments.bench_qwen3_5",
     "wm_data": "experiments.wm_data",
+    "wm_eval": "experiments.wm_eval",
 }
 
 

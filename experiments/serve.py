@@ -21,7 +21,8 @@ from lib.results import write_summary
 
 
 def build_backend(config, workdir) -> FlaxBackend:
-  kw = dict(seed=config.seed, max_batch=config.max_batch, model_name=config.model_name)
+  kw = dict(seed=config.seed, max_batch=config.max_batch, min_batch=config.min_batch,
+            model_name=config.model_name)
   if config.checkpoint:
     return FlaxBackend.from_pretrained(config.checkpoint, dtype=config.dtype, **kw)
   path = os.path.join(workdir, "tiny_model")

@@ -27,23 +27,25 @@ from lib import tb
 from lib.results import ResultsLog, write_summary
 
 
-def _sources(config, workdir):
-  """name -> (make_env(split), levels per split); envs are built lazily, one per split."""
+def text_env_sources(config, workdir, max_steps: int, gold: bool = True):
+  """name -> (make_env(split), levels per split); envs are built lazily. `gold` makes
+  ScienceWorld generate gold paths (needed by experts only; loads are slower with it)."""
   out = {}
   if config.scienceworld.enabled:
     from envs.text.scienceworld_env import ScienceWorld  # pylint: disable=import-outside-toplevel
     sw = config.scienceworld
-    levels = {"train": [(t, v) for t in sw.tasks for v in sw.train_variations],
-              "eval": [(t, v) for t in sw.tasks for v in sw.eval_variations]}
+    levels = {"train": _scienceworld_levels(sw.tasks, sw.train_variations, sw.per_task),
+              "eval": _scienceworld_levels(sw.tasks, sw.eval_variations, sw.per_task)}
     out["scienceworld"] = (lambda split, lv=levels: ScienceWorld(
-        lv[split], max_steps=config.max_steps, gold=True), levels)
+        lv[split], max_steps=max_steps, gold=gold), levels)
   if config.textworld.enabled:
-    from envs.text.textworld_env import TextWorldGames, make_games  # pylint: disable=import-outside-toplevel
+    from envs.text.textworld_env import TextWorldGames, make_games  # pylint: disable=C0415
     tw = config.textworld
-    games = {s: make_games(os.path.join(workdir, "textworld_games"), seeds)
+    games_dir = tw.games_dir or os.path.join(workdir, "textworld_games")
+    games = {s: make_games(games_dir, seeds)
              for s, seeds in (("train", tw.train_seeds), ("eval", tw.eval_seeds))}
     out["textworld"] = (lambda split, g=games: TextWorldGames(g[split],
-                                                              max_steps=config.max_steps), games)
+                                                              max_steps=max_steps), games)
   if config.alfworld.enabled:
     from envs.text import alfworld_env  # pylint: disable=import-outside-toplevel
     root = config.alfworld.data_dir
@@ -55,12 +57,26 @@ def _sources(config, workdir):
     games = {"train": alfworld_env.list_games(root, "train"),
              "eval": alfworld_env.list_games(root, config.alfworld.eval_split)}
     out["alfworld"] = (lambda split, g=games: alfworld_env.ALFWorld(
-        root, max_steps=config.max_steps, game_files=g[split]), games)
+        root, max_steps=max_steps, game_files=g[split]), games)
   return out
 
 
+def _scienceworld_levels(tasks, variations, per_task: int) -> list[tuple[str, int]]:
+  """(task, variation) pairs: `variations` is a list of indices, or a split name ("train",
+  "dev", "test") read from the simulator's own split of each task (first `per_task` of it)."""
+  if not isinstance(variations, str):
+    return [(t, int(v)) for t in tasks for v in variations]
+  from envs.text.scienceworld_env import ScienceWorld  # pylint: disable=import-outside-toplevel
+  env = ScienceWorld([(tasks[0], 0)])
+  try:
+    return [(t, v) for t in tasks for v in env.variations(t, variations)[:per_task]]
+  finally:
+    env.close()
+
+
 def _collect_all(config, workdir, log):
-  for name, (make_env, levels) in _sources(config, workdir).items():
+  sources = text_env_sources(config, workdir, config.max_steps)
+  for name, (make_env, levels) in sources.items():
     for split in ("train", "eval"):
       env = None
       for level in range(len(levels[split])):

@@ -1,4 +1,4 @@
-"""Evaluation of the audit's conditions: pass@k curves, coverage tests, behaviour, prediction accuracy.
+"""Evaluation of the audit's conditions: pass@k, coverage tests, behaviour, prediction accuracy.
 
 Each condition is a backend (BASE = the untrained model, GRPO-GT = its trained checkpoint, ...).
 For every condition x (env, regime) x eval level, `samples` episodes run through `HostLoop` with
@@ -118,7 +118,7 @@ def _prediction_accuracy(config, workdir) -> dict:
 
 
 def run(config, workdir):
-  sources = text_env_sources(config, workdir)
+  sources = text_env_sources(config, workdir, config.max_steps, gold=False)
   rows = _run_episodes(config, workdir, sources)
   metrics = [{**episode_metrics(from_host_loop_row(r, env=r["env"])), **{k: r[k] for k in KEY}}
              for r in rows]
@@ -154,7 +154,8 @@ def run(config, workdir):
              "prediction": pred,
              "backends": {c: dict(b)["kind"] for c, b in config.conditions.items()}}
   scripted = any(dict(b)["kind"] == "scripted" for b in config.conditions.values())
-  write_summary(workdir, summary, table, title=f"World-model audit evaluation ({config.scale_label})",
+  write_summary(workdir, summary, table,
+                title=f"World-model audit evaluation ({config.scale_label})",
                 notes=("pass@k in percent with task-bootstrap 95% band at the largest k; AF = "
                        "action failure, LR = TIDE loop ratio (step / trajectory normalised). "
                        f"Prediction accuracy judge: {pred.get('judge', 'none')}."

@@ -44,7 +44,10 @@ class GRPOConfig:
   @classmethod
   def from_config(cls, c: Any) -> "GRPOConfig":
     names = {f.name for f in dataclasses.fields(cls)}
-    return cls(**{k: v for k, v in dict(c).items() if k in names})
+    unknown = sorted(set(dict(c)) - names)
+    if unknown:
+      raise ValueError(f"unknown {cls.__name__} fields {unknown}; valid: {sorted(names)}")
+    return cls(**dict(c))
 
 
 def response_logprobs(apply_fn: ApplyFn, params: Any, input_ids: jax.Array,

@@ -36,7 +36,10 @@ class OPSDConfig:
   @classmethod
   def from_config(cls, c: Any) -> "OPSDConfig":
     names = {f.name for f in dataclasses.fields(cls)}
-    return cls(**{k: v for k, v in dict(c).items() if k in names})
+    unknown = sorted(set(dict(c)) - names)
+    if unknown:
+      raise ValueError(f"unknown {cls.__name__} fields {unknown}; valid: {sorted(names)}")
+    return cls(**dict(c))
 
 
 def response_logits(apply_fn: ApplyFn, params, ids, mask, n_response: int) -> jax.Array:

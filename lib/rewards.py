@@ -56,6 +56,33 @@ def embedding_similarity_reward(preds: Sequence[str], targets: Sequence[str],
   return rewards
 
 
+def model_embedder(model, tokenizer, max_length: int = 512,
+                   append_eos: bool = True) -> Callable[[list[str]], np.ndarray]:
+  """An `embedder` for `embedding_similarity_reward` from a lib.models Qwen (e.g. Qwen3-Embedding
+  loaded with `lib.models.load_pretrained`): last-token pooled, L2-normalised (`lib.models.embed`).
+
+  Qwen3-Embedding pools the hidden state of a trailing <|endoftext|>; with `append_eos` that token
+  (the tokenizer's pad token) is appended when the text does not already end with it. Texts are
+  cut to `max_length` tokens and left-padded to a power-of-two length so few shapes compile.
+  """
+  from lib import models  # heavy import only when a model-based embedder is built
+  eos = tokenizer.pad_token_id
+  embed = jax.jit(lambda ids, mask: models.embed(model, ids, mask))
+
+  def embedder(texts: list[str]) -> np.ndarray:
+    rows = [tokenizer(t, add_special_tokens=False)["input_ids"][:max_length - 1] for t in texts]
+    if append_eos and eos is not None:
+      rows = [r if r and r[-1] == eos else r + [eos] for r in rows]
+    width = max(16, 1 << (max(len(r) for r in rows) - 1).bit_length())
+    ids = np.full((len(rows), width), eos or 0, np.int32)
+    mask = np.zeros((len(rows), width), np.int32)
+    for i, r in enumerate(rows):
+      ids[i, width - len(r):], mask[i, width - len(r):] = r, 1
+    return np.asarray(embed(jnp.asarray(ids), jnp.asarray(mask)))
+
+  return embedder
+
+
 def mismatched_targets(targets: Sequence[str], seed: int) -> list[str]:
   """A text-level derangement of `targets`: out[i] != targets[i] for every i (as strings, so a
   duplicate of the own target never counts as mismatched) and sorted(out) == sorted(targets).

@@ -9,6 +9,8 @@
 - `explicit_factor`: composes field by field from canonical factors (oracle factors).
 - `case_table`: complete-case lookup of training targets; an unseen case yields no proposal.
 - `tfidf_nn`: nearest training context under TF-IDF cosine similarity, then the composer.
+- `frozen_parser` / `surface_table` / `oracle_factors`: naturalized-fact references (S8.1):
+  keyword rule fitted on training notes, exact note lookup, and the true binding.
 With no delivered request a receiver falls back to the first branch of the public codebook.
 """
 import collections
@@ -91,16 +93,25 @@ class _Composer:
       branch = self._branch(ctx, binding, sender, receiver)
       if kind == "proposal":
         return _proposal(branch, receiver)
+      if kind == "first_step":            # single-step control: first task + the request
+        return serialize(Proposal(branch.sender_path[:1],
+                                  (PeerRequest(receiver, branch.receiver_path),)))
+      if kind == "rest":
+        return _self_only(branch.sender_path[1:])
       return _self_only(branch.receiver_path)
     return _memo(key, make)
 
   def _one(self, ctx) -> str:
     stage = ctx.stage
-    if stage in ("sender_initial",):
+    if stage == "sender_initial":
       b = self.sender_binding(ctx)
       if b is None:
         return NO_PROPOSAL
-      return self._text(ctx, b, ctx.agent, ctx.peer, "proposal")
+      kind = "first_step" if ctx.prior.get("horizon") == "single" else "proposal"
+      return self._text(ctx, b, ctx.agent, ctx.peer, kind)
+    if stage == "sender_after_obtain":
+      b = self.sender_binding(ctx)
+      return NO_PROPOSAL if b is None else self._text(ctx, b, ctx.agent, ctx.peer, "rest")
     if stage == "receiver_after_request":
       return self.receiver(ctx)
     if stage == "requester_initial":
@@ -231,9 +242,60 @@ class TfidfNearest(_Composer):
     return self.bindings[int(np.argmax(scores))] if np.isfinite(scores.max()) else None
 
 
+def _words(text: str) -> set:
+  return set(_TOKEN.findall(text.lower()))
+
+
+class FrozenFactorParser(_Composer):
+  """Keyword rule fitted once on training notes: words seen with exactly one binding of a
+  template vote for it; no vote (unseen wording) gives no proposal."""
+  name = "frozen_parser"
+
+  def __init__(self, rows=()):
+    seen: dict = {}
+    for ctx, b in rows:        # (sender context with a private note, binding)
+      seen.setdefault(ctx.observation["template"], {}).setdefault(b, set()).update(
+          _words(ctx.observation.get("private_note", "")))
+    self.keywords = {t: {b: w - set().union(*(o for c, o in per.items() if c != b))
+                         for b, w in per.items()} for t, per in seen.items()}
+
+  def sender_binding(self, ctx):
+    words = _words(ctx.observation.get("private_note", ""))
+    votes = {b: len(words & kw)
+             for b, kw in self.keywords.get(ctx.observation["template"], {}).items()}
+    best = max(votes.values(), default=0)
+    winners = [b for b, v in votes.items() if v == best]
+    return winners[0] if best > 0 and len(winners) == 1 else None
+
+
+class SurfaceTable(_Composer):
+  """Complete surface table: the exact training note string -> its binding."""
+  name = "surface_table"
+
+  def __init__(self, rows=()):
+    self.table = {(c.observation["template"], c.observation.get("private_note")): b
+                  for c, b in rows}
+
+  def sender_binding(self, ctx):
+    return self.table.get((ctx.observation["template"], ctx.observation.get("private_note")))
+
+
+class OracleFactors(ExplicitFactorComposer):
+  """Receives the true binding (canonical factors) from outside the agent's view."""
+  name = "oracle_factors"
+
+  def __init__(self, truth=None):
+    self.truth = dict(truth or {})
+
+  def sender_binding(self, ctx):
+    return self.truth.get(ctx.episode_id)
+
+
 backends.register("program", ProgramBackend)
 backends.register("rule_minimal_request", RuleMinimalRequest)
 backends.register("explicit_factor", ExplicitFactorComposer)
-backends.register("oracle_factors", ExplicitFactorComposer)
+backends.register("oracle_factors", OracleFactors)
+backends.register("frozen_parser", FrozenFactorParser)
+backends.register("surface_table", SurfaceTable)
 backends.register("case_table", CaseTable)
 backends.register("tfidf_nn", TfidfNearest)

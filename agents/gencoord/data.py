@@ -3,7 +3,9 @@
 Forward route (Table S5): for every episode one `sender_initial` row (target: SELF+REQ) and one
 `receiver_after_request` row (context includes the delivered REQ; target: downstream SELF and
 `REQ -`), so the 480 training clusters x 2 role views give 960 + 960 rows. The single-step
-control adds one `sender_after_obtain` row per episode (the next local step after obtaining).
+control (horizon="single") commits only the first sender step with the request and adds one
+`sender_after_obtain` row per episode (the rest of the sender path, decided after the obtain
+step ran): 960 + 960 + 960 rows.
 Goal x Capability adds `requester_initial` and `requester_after_response` rows, plus
 `centralized` rows for the full-information reference.
 
@@ -18,7 +20,7 @@ import os
 from agents.gencoord import capability, episode as E, surfaces, templates
 from agents.gencoord.dsl import PeerRequest, Proposal, parse, request_line, serialize
 from agents.gencoord.prompt import render
-from agents.gencoord.skills import normalize_path
+from agents.gencoord.skills import normalize_path, produces
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,23 +57,28 @@ def _full(branch, peer) -> Proposal:
   return Proposal(branch.sender_path, (PeerRequest(peer, branch.receiver_path),))
 
 
-def forward_rows(episodes, surface: str = "dsl", single_step: bool = False) -> list[Row]:
+def forward_rows(episodes, surface: str = "dsl", horizon: str = "multi") -> list[Row]:
+  if horizon not in ("multi", "single"):
+    raise ValueError(f"horizon must be multi or single, got {horizon!r}")
   rows = []
   for ep in episodes:
     br = ep.branch()
     q = _full(br, ep.receiver)
+    first = Proposal(br.sender_path[:1], q.peer_requests)
     mk = lambda stage, ctx, q_, code: Row(stage, ep.episode_id, ep.cluster_id,  # noqa: E731
                                           ep.template, ep.binding, ep.role_view, surface, ctx,
                                           _encode(q_, surface, code))
-    rows.append(mk("sender_initial", E.sender_context(ep), q, ep.binding))
+    if horizon == "multi":
+      rows.append(mk("sender_initial", E.sender_context(ep), q, ep.binding))
+    else:
+      rows.append(mk("sender_initial", E.sender_context(ep, "single"), first, ep.binding))
+      produced = produces(normalize_path(br.sender_path[:1], ep.sender)[0])
+      ctx = E.sender_after_step_context(ep, serialize(Proposal(br.sender_path[:1], ())),
+                                        produced)
+      rows.append(mk("sender_after_obtain", ctx, Proposal(br.sender_path[1:], ()),
+                     ep.binding))
     rows.append(mk("receiver_after_request", E.receiver_context(ep, request_line(q)),
                    Proposal(br.receiver_path, ()), ep.binding))
-    if single_step:
-      first = serialize(Proposal(br.sender_path[:1], ()))
-      ctx = dataclasses.replace(E.sender_context(ep), stage="sender_after_obtain",
-                                history=(first,))
-      rows.append(mk("sender_after_obtain", ctx, Proposal(br.sender_path[1:2], ()),
-                     ep.binding))
   return rows
 
 
@@ -104,11 +111,12 @@ def decode(row: Row) -> Proposal:
     if row.stage == "receiver_after_request":
       return Proposal(tmpl.branch(row.target, ctx.peer, ctx.agent,
                                   ctx.observation["scale"]).receiver_path, ())
+    br = tmpl.branch(row.target, ctx.agent, ctx.peer, ctx.observation["scale"])
     if row.stage == "sender_after_obtain":
-      return Proposal(tmpl.branch(row.target, ctx.agent, ctx.peer,
-                                  ctx.observation["scale"]).sender_path[1:2], ())
-    return _full(tmpl.branch(row.target, ctx.agent, ctx.peer, ctx.observation["scale"]),
-                 ctx.peer)
+      return Proposal(br.sender_path[1:], ())
+    if ctx.prior.get("horizon") == "single":
+      return Proposal(br.sender_path[:1], (PeerRequest(ctx.peer, br.receiver_path),))
+    return _full(br, ctx.peer)
   return surfaces.DECODERS[row.surface](row.target)
 
 
@@ -123,9 +131,11 @@ def validate(row: Row) -> bool:
     return (not q.peer_requests and
             normalize_path(q.self_plan, rcv) == normalize_path(canon.receiver_path, rcv))
   if row.stage == "sender_after_obtain":
-    return normalize_path(q.self_plan, snd) == normalize_path(canon.sender_path[1:2], snd)
+    return (not q.peer_requests and
+            normalize_path(q.self_plan, snd) == normalize_path(canon.sender_path[1:], snd))
+  own = canon.sender_path[:1] if ctx.prior.get("horizon") == "single" else canon.sender_path
   return (len(q.peer_requests) == 1 and q.peer_requests[0].target == rcv and
-          normalize_path(q.self_plan, snd) == normalize_path(canon.sender_path, snd) and
+          normalize_path(q.self_plan, snd) == normalize_path(own, snd) and
           normalize_path(q.peer_requests[0].requested_plan, rcv) ==
           normalize_path(canon.receiver_path, rcv))
 

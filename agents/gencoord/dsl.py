@@ -269,6 +269,27 @@ def _path(sc: _Scanner) -> tuple[Task, ...]:
   return tuple(tasks)
 
 
+def _fast_lines(self_line: str, req_line: str) -> Proposal | None:
+  """Canonically spaced two-line programs without the scanner (None: use the scanner)."""
+  if not (self_line.startswith("SELF ") and req_line.startswith("REQ ")):
+    return None
+  rest = self_line[5:]
+  if rest == "-":
+    self_plan: tuple = ()
+  else:
+    self_plan = _fast_path(rest) if rest[:1] not in ("", " ", "-") else None
+    if self_plan is None:
+      return None
+  rest = req_line[4:]
+  if rest == "-":
+    return Proposal(self_plan, ())
+  target, _, path = rest.partition(" ")
+  if not _ATOM.fullmatch(target) or path[:1] in ("", " "):
+    return None
+  plan = _fast_path(path)
+  return None if plan is None else Proposal(self_plan, (PeerRequest(target, plan),))
+
+
 def _keyword(sc: _Scanner, word: str) -> None:
   sc.ws()
   if not sc.s.startswith(word, sc.i):
@@ -303,6 +324,10 @@ def _parse(text: Any) -> Proposal:
   lines = text.strip(" \t\r\n").split("\n")
   if len(lines) != 2:
     raise ParseError(f"expected exactly two lines (SELF, REQ), got {len(lines)}")
+  if FAST_PATH:
+    fast = _fast_lines(lines[0], lines[1])
+    if fast is not None:
+      return fast
   self_sc, req_sc = _Scanner(lines[0]), _Scanner(lines[1])
   _keyword(self_sc, "SELF")
   if _dash_or_end(self_sc):

@@ -39,6 +39,7 @@ class Episode:
   peer_mode: str = "GENERAL"       # receiver's private workcell mode
   view: str = "full"               # task-structure visibility: full / skeleton / node_only
   split: str = ""
+  private_surface: str = ""        # "": binding id; train/c1/c2/c3: naturalized note
 
   @functools.cached_property
   def public(self) -> PublicInstance:
@@ -77,10 +78,10 @@ STAGES = ("sender_initial", "receiver_after_request", "requester_initial",
           "requester_after_response", "centralized", "sender_after_obtain")
 
 
-def _prior(ep: Episode) -> dict:
+def _prior(ep: Episode, horizon: str = "multi") -> dict:
   tmpl = templates.get(ep.template)
   return {"template": tmpl.name, "family": tmpl.family, "codebook": tmpl.bindings,
-          "view": ep.view}
+          "view": ep.view, "horizon": horizon}
 
 
 def _obs(ep: Episode, agent: str, role: str, **private) -> dict:
@@ -97,9 +98,34 @@ def _private_factors(ep: Episode) -> dict:
                       "multiplier": multiplier}}
 
 
-def sender_context(ep: Episode) -> LocalContext:
-  obs = _obs(ep, ep.sender, "sender", active_binding=ep.binding, **_private_factors(ep))
-  return LocalContext("sender_initial", ep.sender, ep.receiver, obs, prior=_prior(ep),
+def _private(ep: Episode) -> dict:
+  """The sender's private fact: the binding id, or its naturalized description."""
+  if ep.private_surface:
+    from agents.gencoord import naturalize
+    return {"private_note": naturalize.describe(ep.binding, ep.template, ep.private_surface,
+                                                ep.variant)}
+  return {"active_binding": ep.binding, **_private_factors(ep)}
+
+
+def sender_context(ep: Episode, horizon: str = "multi") -> LocalContext:
+  """horizon="multi": commit the whole SELF path now; "single": commit only the first step."""
+  obs = _obs(ep, ep.sender, "sender", **_private(ep))
+  return LocalContext("sender_initial", ep.sender, ep.receiver, obs,
+                      prior=_prior(ep, horizon), episode_id=ep.episode_id)
+
+
+def sender_after_step_context(ep: Episode, first_step: str, produced: dict) -> LocalContext:
+  """Single-step control: the sender decides its remaining path after its first step ran.
+
+  first_step: its executed first-step record (history); produced: items that step added to
+  its inventory (the state transition it observes)."""
+  obs = _obs(ep, ep.sender, "sender", **_private(ep))
+  inventory = dict(obs["inventory"])
+  for item, n in produced.items():
+    inventory[item] = inventory.get(item, 0) + n
+  obs["inventory"] = inventory
+  return LocalContext("sender_after_obtain", ep.sender, ep.receiver, obs,
+                      history=(first_step,), prior=_prior(ep, "single"),
                       episode_id=ep.episode_id)
 
 

@@ -98,3 +98,21 @@ def paired_row(name: str, ref: str, rows_a: list, rows_b: list, n_resamples: int
                                      n_resamples=n_resamples, seed=seed)
   return {"comparison": f"{ref} - {name}", "delta_pp": float(diff),
           "ci95_pp": f"[{100 * lo:.1f}, {100 * hi:.1f}]"}
+
+
+def block_paired_row(name: str, ref: str, rows_a: list, rows_b: list, block_of,
+                     n_resamples: int = 10_000, seed: int = 0) -> dict:
+  """Paired difference resampling blocks of clusters (e.g. the 20 matched capability pairs):
+  outcomes are averaged within each block before resampling."""
+  def blocks(rows):
+    out: dict = {}
+    for r in rows:
+      out.setdefault(block_of(r["cluster_id"]), []).append(float(r["success"]))
+    return {k: [float(np.mean(v))] for k, v in out.items()}
+  a, b = blocks(rows_a), blocks(rows_b)
+  keys = sorted(a)
+  lo, hi = stats.paired_bootstrap_ci([a[k] for k in keys], [b[k] for k in keys],
+                                     n_resamples=n_resamples, seed=seed)
+  diff = 100 * (np.mean([a[k][0] for k in keys]) - np.mean([b[k][0] for k in keys]))
+  return {"comparison": f"{ref} - {name} ({len(keys)} blocks)", "delta_pp": float(diff),
+          "ci95_pp": f"[{100 * lo:.1f}, {100 * hi:.1f}]"}

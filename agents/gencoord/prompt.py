@@ -15,8 +15,9 @@ _INSTRUCTIONS = {
     "requester_initial": "Write your own skill path and the path you request from the peer.",
     "requester_after_response": "Revise your proposal so it follows the peer's response.",
     "centralized": "Write the joint plan: your path and the peer's path.",
-    "sender_after_obtain": "Write your next local step.",
+    "sender_after_obtain": "Write the rest of your own path; request nothing.",
 }
+_SINGLE_STEP_FIRST = "Write only your first local step and the path you request from the peer."
 
 
 def _compact(x) -> str:
@@ -35,5 +36,8 @@ def render(ctx: LocalContext) -> str:
                f"codebook={','.join(prior.get('codebook', ()))}")
   if prior.get("template"):
     lines.append("structure: " + structure.render(prior["template"], prior.get("view", "full")))
-  lines.append("task: " + _INSTRUCTIONS.get(ctx.stage, "Answer in Short DSL."))
+  instruction = _INSTRUCTIONS.get(ctx.stage, "Answer in Short DSL.")
+  if ctx.stage == "sender_initial" and prior.get("horizon") == "single":
+    instruction = _SINGLE_STEP_FIRST
+  lines.append("task: " + instruction)
   return "\n".join(lines)

@@ -15,7 +15,9 @@ import dataclasses
 
 from agents.gencoord import capability, episode as E, resolve, templates
 from agents.gencoord.contract import valid_proposal
-from agents.gencoord.dsl import ParseError, PeerRequest, Proposal, parse, request_line
+from agents.gencoord.dsl import (ParseError, PeerRequest, Proposal, parse, request_line,
+                                 serialize)
+from agents.gencoord.skills import produces
 from agents.gencoord.materialize import MaterializationError, materialize
 from agents.gencoord.verify import execute_and_verify
 
@@ -120,18 +122,58 @@ def _ground(rec: Record, c) -> None:
                 else Fail(outcome.status, outcome.detail))
 
 
-def run_forward(episodes, backend, condition: str = "true") -> list[Record]:
-  """Algorithm S1 over a batch of episodes under a request condition."""
+def _rest_of_sender_path(recs, firsts, backend) -> list:
+  """Single-step control: after its first step ran, each sender decides the rest of its path.
+
+  Returns the joined proposals (first step + rest, the first call's request); records that
+  fail here get their result set and a None entry."""
+  contexts = []
+  for rec, q in zip(recs, firsts):
+    first = Proposal(q.self_plan[:1], ())
+    produced = produces(resolve.normalize_path(first.self_plan, rec.ep.sender)[0]) \
+        if first.self_plan else {}
+    contexts.append(E.sender_after_step_context(rec.ep, serialize(first), produced))
+  joined = []
+  for rec, q, text in zip(recs, firsts, backend.generate(contexts)):
+    rec.model_calls += backend.learned_calls
+    rest = _decode(rec, text, rec.ep.sender)
+    if rest is not None and rest.peer_requests:
+      rec.result = Fail("CONTRACT_REJECT", "the after-step decision must not request again")
+      rest = None
+    joined.append(None if rest is None else
+                  Proposal(q.self_plan + rest.self_plan, q.peer_requests))
+  return joined
+
+
+def run_forward(episodes, backend, condition: str = "true",
+                horizon: str = "multi") -> list[Record]:
+  """Algorithm S1 over a batch of episodes under a request condition.
+
+  horizon="single" is the single-step controller: the sender's first call commits only its
+  first step (with the request), a second sender call after that step commits the rest, then
+  the receiver is called as usual (three learned stages instead of two)."""
   if condition not in FORWARD_CONDITIONS:
     raise ValueError(f"unknown forward condition {condition!r}; valid: {FORWARD_CONDITIONS}")
+  if horizon not in ("multi", "single"):
+    raise ValueError(f"horizon must be multi or single, got {horizon!r}")
   recs = [Record(ep, condition, backend.name) for ep in episodes]
-  texts = backend.generate([E.sender_context(ep) for ep in episodes])
+  texts = backend.generate([E.sender_context(ep, horizon) for ep in episodes])
   # Surface-specific wire payloads (JSON req, free-form dialogue) when the backend has them.
   wires = getattr(backend, "last_wire", None) or [None] * len(texts)
-  stage2, delivered, senders = [], [], []
+  firsts = []
   for rec, text, wire in zip(recs, texts, wires):
     rec.model_calls += backend.learned_calls
     q = _decode(rec, text, rec.ep.sender)
+    if q is not None and horizon == "single" and len(q.self_plan) != 1:
+      rec.result = Fail("CONTRACT_REJECT", "single-step control commits exactly one step")
+      q = None
+    firsts.append((rec, q, wire))
+  if horizon == "single":
+    alive = [(r, q, w) for r, q, w in firsts if q is not None]
+    joined = _rest_of_sender_path([r for r, _, _ in alive], [q for _, q, _ in alive], backend)
+    firsts = [(r, j, w) for (r, _, w), j in zip(alive, joined)]
+  stage2, delivered, senders = [], [], []
+  for rec, q, wire in firsts:
     if q is None:
       continue
     if not _one_request(q):

@@ -13,8 +13,10 @@ scale, so the receiver's context is identical within a pair until the request ar
   capability()                 40 clusters: 2 goals x 2 workcell modes x 10 world variants
   capability("train")         160 training clusters (40 other world variants)
   visibility(view)             96 clusters: 3 motifs x 32, under full / skeleton / node_only
+  naturalized(surface)        the 160 intervention clusters with naturalized private notes
 Variant ranges are disjoint across splits, so no world is shared between pools.
 """
+import dataclasses
 import functools
 
 from agents.gencoord import capability, crossproduct, motifs, templates, templates_heldout
@@ -62,6 +64,11 @@ def forward(split: str, templates_=None) -> list[Episode]:
   return eps
 
 
+def naturalized(surface: str, split: str = "intervention") -> list[Episode]:
+  """A forward pool whose sender sees a naturalized note instead of the binding id."""
+  return [dataclasses.replace(ep, private_surface=surface) for ep in forward(split)]
+
+
 def cross_product(split: str = "unseen") -> list[Episode]:
   """Cross-product clusters: `unseen` (the 60-cluster test pool) or `seen` (training cases)."""
   if split not in ("seen", "unseen"):
@@ -87,6 +94,11 @@ def capability_suite(split: str = "eval") -> list[Episode]:
                       f"capability_{goal}", capability.MODE_BRANCH[mode], offset + w, 1,
                       f"capability_{split}", mode)
   return eps
+
+
+def capability_pair(cluster_id: str) -> str:
+  """The matched-pair block of a Goal x Capability cluster (its id without the mode)."""
+  return cluster_id.rsplit("/", 1)[0]
 
 
 def visibility(view: str = "full") -> list[Episode]:
@@ -115,7 +127,9 @@ def suite(name: str, **kwargs) -> list[Episode]:
     return forward(name)
   makers = {"cross_product": cross_product, "cross_product_seen": lambda: cross_product("seen"),
             "capability": capability_suite,
-            "capability_train": lambda: capability_suite("train"), "visibility": visibility}
+            "capability_train": lambda: capability_suite("train"), "visibility": visibility,
+            "naturalized_train": lambda: naturalized("train", "train"),
+            **{f"naturalized_{s}": (lambda s=s: naturalized(s)) for s in ("c1", "c2", "c3")}}
   if name not in makers:
     raise KeyError(f"unknown suite {name!r}; valid: {sorted([*FORWARD_SPLITS, *makers])}")
   return makers[name](**kwargs)

@@ -129,8 +129,7 @@ class World:
     self.locations = layout.locations
     self.agents = agents
     self.containers = containers
-    self.furnaces = {n: Furnace(["", 0], ["", 0], ["", 0]) for n, loc in
-                     layout.locations.items() if loc.kind == "station" and loc.block == "furnace"}
+    self.furnaces = {n: Furnace(["", 0], ["", 0], ["", 0]) for n in layout.furnace_names}
     self.ground: list = []          # [pos, item, count] stacks
     self.built: list = []           # (site, component, item, count, builder)
     self.open_chest: dict = {}      # agent -> chest it has open
@@ -327,6 +326,15 @@ class Layout:
   locations: dict           # name -> Location
   agent_starts: dict        # name -> (pos, ((item, count), ...), mode)
   container_starts: dict    # chest name -> ((item, count), ...)
+
+  @property
+  def furnace_names(self) -> tuple:
+    names = self.__dict__.get("_furnaces")
+    if names is None:       # computed once per layout (layouts are shared across episodes)
+      names = tuple(n for n, loc in self.locations.items()
+                    if loc.kind == "station" and loc.block == "furnace")
+      object.__setattr__(self, "_furnaces", names)
+    return names
 
   def reset(self) -> World:
     agents = {n: Agent(pos, dict(inv), mode) for n, (pos, inv, mode) in self.agent_starts.items()}

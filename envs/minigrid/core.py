@@ -121,31 +121,31 @@ def view_world_coords(agent_pos: jax.Array, agent_dir: jax.Array) -> jax.Array:
 
 
 def _visibility(transparent: jax.Array) -> jax.Array:
-  """Farama `Grid.process_vis` on the rotated view, unrolled: bool [7, 7] indexed [vx, vy].
+  """Farama `Grid.process_vis` on the rotated view: bool [7, 7] indexed [vx, vy].
 
-  Rows are processed from the agent's row outwards; within a row light spreads left-to-right,
-  then right-to-left, through see-through cells, and each lit see-through cell lights the row
-  ahead (itself and its diagonal neighbour in the pass direction).
+  Farama walks rows from the agent's (vy = 6) outwards; within a row light spreads
+  left-to-right, then right-to-left, through see-through cells, and each lit see-through cell
+  lights the cell ahead of it and the diagonal one in the pass direction. Per row, the
+  sequential passes are computed at once: light spreads from k to i in the left pass iff
+  k <= i and cells k..i-1 are all see-through, i.e. their count of blockers is zero.
   """
   n = C.VIEW_SIZE
-  t = [[transparent[i, j] for j in range(n)] for i in range(n)]
-  false = jnp.zeros_like(transparent[0, 0])
-  mask = [[false for _ in range(n)] for _ in range(n)]
-  mask[n // 2][n - 1] = ~false
+  idx = jnp.arange(n)
+  lower = idx[:, None] <= idx[None, :]                       # [k, i]: k <= i
+  row_mask = jnp.zeros(n, bool).at[n // 2].set(True)
+  rows = [None] * n
   for j in reversed(range(n)):
-    for i in range(n - 1):
-      lit = mask[i][j] & t[i][j]
-      mask[i + 1][j] = mask[i + 1][j] | lit
-      if j > 0:
-        mask[i + 1][j - 1] = mask[i + 1][j - 1] | lit
-        mask[i][j - 1] = mask[i][j - 1] | lit
-    for i in reversed(range(1, n)):
-      lit = mask[i][j] & t[i][j]
-      mask[i - 1][j] = mask[i - 1][j] | lit
-      if j > 0:
-        mask[i - 1][j - 1] = mask[i - 1][j - 1] | lit
-        mask[i][j - 1] = mask[i][j - 1] | lit
-  return jnp.stack([jnp.stack(col) for col in mask])
+    t = transparent[:, j]
+    blockers = jnp.concatenate([jnp.zeros(1, jnp.int32), jnp.cumsum(~t, dtype=jnp.int32)])
+    same_left = blockers[:n][:, None] == blockers[:n][None, :]    # none blocked in [k, i)
+    same_right = blockers[1:][:, None] == blockers[1:][None, :]   # none blocked in (i, k]
+    m1 = (row_mask[:, None] & lower & same_left).any(0)
+    m2 = (m1[:, None] & lower.T & same_right).any(0)
+    rows[j] = m2
+    a = m1 & t & (idx < n - 1)      # lit in the left pass (which stops at the last column)
+    b = m2 & t & (idx > 0)          # lit in the right pass (which stops at the first column)
+    row_mask = a | b | jnp.pad(a[:-1], (1, 0)) | jnp.pad(b[1:], (0, 1))
+  return jnp.stack(rows, axis=1)
 
 
 def view_cells(state: State) -> jax.Array:

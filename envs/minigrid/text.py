@@ -5,10 +5,14 @@ All functions take one unbatched `core.State` and run on the host (numpy). Relat
 are in the agent's frame: `forward` steps along its heading, `right` steps to its right
 (negative = left), the same frame as the 7x7 view (agent at view cell (3, 6)).
 """
+import jax
 import numpy as np
 
 from envs.minigrid import constants as C
 from envs.minigrid import core
+
+_observe = jax.jit(core.observe)            # compiled once per grid shape, not run op by op
+_view_coords = jax.jit(core.view_world_coords)
 
 # Action names shown to agents, index = action id. MiniGrid allows every action in every state
 # (an impossible one leaves the state unchanged), so all are always admissible.
@@ -67,7 +71,7 @@ def relative_phrase(forward: int, right: int) -> str:
 
 def visible_objects(state: core.State) -> list[dict]:
   """Visible non-empty view cells, nearest first: {object, forward, right, cell}."""
-  image, visible = (np.asarray(a) for a in core.observe(state))
+  image, visible = (np.asarray(a) for a in _observe(state))
   out = []
   half, last = C.VIEW_SIZE // 2, C.VIEW_SIZE - 1
   for vx in range(C.VIEW_SIZE):
@@ -125,10 +129,11 @@ def state_facts(state: core.State) -> dict:
   """Ground truth for assertion checking (plain Python values, JSON-serialisable)."""
   grid = np.asarray(state.grid)
   ax, ay = (int(v) for v in np.asarray(state.agent_pos))
-  fx, fy = (int(v) for v in np.asarray(core.front_pos(state)))
+  fx, fy = (ax, ay) + C.DIR_TO_VEC[int(state.agent_dir)]
+  fx, fy = int(fx), int(fy)
   kind, typ, color = (int(v) for v in np.asarray(state.mission))
-  image, visible = (np.asarray(a) for a in core.observe(state))
-  coords = np.asarray(core.view_world_coords(state.agent_pos, state.agent_dir))
+  image, visible = (np.asarray(a) for a in _observe(state))
+  coords = np.asarray(_view_coords(state.agent_pos, state.agent_dir))
   targets = []
   for vx in range(C.VIEW_SIZE):
     for vy in range(C.VIEW_SIZE):

@@ -162,7 +162,10 @@ def generate_levels(seed: int, num_levels: int, height: int = 10, width: int = 1
 
 
 def cached_levels(path: str, **kwargs) -> np.ndarray:
-  """Loads the .npy bank at `path`, or generates it with `generate_levels(**kwargs)` and saves it."""
+  """Loads the .npy bank at `path`, or generates it with `generate_levels(**kwargs)` and saves it.
+
+  The file is not keyed by the arguments: name it after them (e.g. `sokoban_s0_n256_10x10_b4.npy`).
+  """
   if os.path.exists(path):
     return np.load(path)
   levels = generate_levels(**kwargs)

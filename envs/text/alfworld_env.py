@@ -78,7 +78,8 @@ class ALFWorld(TextWorldGames):
   def __init__(self, root: str | None = None, split: str = "train",
                task_types: tuple[int, ...] = (1, 2, 3, 4, 5, 6), max_steps: int = 30,
                game_files: list[str] | None = None):
-    from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInfos  # pylint: disable=import-outside-toplevel
+    # imported here: alfworld pulls in textworld, spacy, ... which the other envs do not need
+    from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInfos
     games = game_files if game_files is not None else list_games(root, split, task_types)
     if not games:
       raise FileNotFoundError(f"no solvable ALFWorld games in split {split!r}")

@@ -21,10 +21,15 @@ import random
 # A kitchen with a countertop (start of the apple), an openable cabinet (the goal receptacle), a
 # fridge and a sink: enough for go to / open / take / put, and for failing actions.
 _RECEPTACLES = {  # mangled id -> (type, openable, location)
-    "CounterTop_bar__plus_00_dot_10_bar__plus_00_dot_90_bar__plus_00_dot_20": ("CounterTop", False, "loc_bar_1_bar_0_bar_0_bar_30"),
-    "Cabinet_bar__minus_01_dot_00_bar__plus_00_dot_40_bar__plus_00_dot_50": ("Cabinet", True, "loc_bar_2_bar_1_bar_90_bar_30"),
-    "Fridge_bar__minus_02_dot_10_bar__plus_00_dot_00_bar__plus_01_dot_00": ("Fridge", True, "loc_bar_3_bar_2_bar_180_bar_30"),
-    "Sink_bar__plus_01_dot_50_bar__plus_00_dot_80_bar__minus_00_dot_40_bar_SinkBasin": ("SinkBasin", False, "loc_bar_4_bar_0_bar_270_bar_30"),
+    "CounterTop_bar__plus_00_dot_10_bar__plus_00_dot_90_bar__plus_00_dot_20":
+        ("CounterTop", False, "loc_bar_1_bar_0_bar_0_bar_30"),
+    "Cabinet_bar__minus_01_dot_00_bar__plus_00_dot_40_bar__plus_00_dot_50":
+        ("Cabinet", True, "loc_bar_2_bar_1_bar_90_bar_30"),
+    "Fridge_bar__minus_02_dot_10_bar__plus_00_dot_00_bar__plus_01_dot_00":
+        ("Fridge", True, "loc_bar_3_bar_2_bar_180_bar_30"),
+    # ALFRED names sink basins "Sink|...|SinkBasin"; the demangler turns that into "sinkbasin 1"
+    "Sink_bar__plus_01_dot_50_bar__plus_00_dot_80_bar__minus_00_dot_40_bar_SinkBasin":
+        ("SinkBasin", False, "loc_bar_4_bar_0_bar_270_bar_30"),
 }
 _START = "loc_bar_0_bar_0_bar_0_bar_30"
 
@@ -73,7 +78,7 @@ def write_tiny_game(root: str, split: str = "train", obj: str = "Apple",
   The walkthrough stored in the game file is the hand-derived shortest solution; the adapter's
   expert replays it, and tests check it wins.
   """
-  from alfworld.agents.utils.misc import add_task_to_grammar  # pylint: disable=import-outside-toplevel
+  from alfworld.agents.utils.misc import add_task_to_grammar  # pylint: disable=C0415
   types = {t for t, _, _ in _RECEPTACLES.values()}
   if start not in types or goal not in types:
     raise ValueError(f"start/goal must be one of {sorted(types)}, got {start!r}/{goal!r}")

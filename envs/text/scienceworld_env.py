@@ -90,6 +90,7 @@ class ScienceWorld:
     self._pool = None          # single worker thread for timed simulator calls
     self._loaded = None        # (task, variation) currently loaded in the JVM
     self.restarts = 0          # JVM (re)starts after the first, for logs and tests
+    self._gold_cache: dict[tuple[str, int], list[str]] = {}  # gold paths are fixed per level
     self._starts = 0
     self.spec: EpisodeSpec | None = None
     _quiet_py4j()
@@ -189,14 +190,17 @@ class ScienceWorld:
 
   def _reset_loaded(self, task: str, variation: int) -> tuple[str, dict]:
     sw = self._sw
-    if self._loaded != (task, variation) or self.gold:
-      self._call(sw.load, task, variation, self.simplifications, self.gold,
+    level = (task, variation)
+    need_gold = self.gold and level not in self._gold_cache
+    if self._loaded != level or need_gold:
+      self._call(sw.load, task, variation, self.simplifications, need_gold,
                  timeout=self.load_timeout_s)
-      self._loaded = (task, variation)
-      if self.gold:
-        self._gold = list(self._call(sw.server.getGoldActionSequence))
+      self._loaded = level
+      if need_gold:
+        self._gold_cache[level] = list(self._call(sw.server.getGoldActionSequence))
     else:
-      self._call(sw.server.reset)
+      self._call(sw.server.reset)  # same level again: rewind instead of reloading
+    self._gold = self._gold_cache.get(level, [])
     obs = self._call(sw.server.step, "look around")
     self.task = self._call(sw.server.getTaskDescription).strip()
     return obs, self._info(obs, action_failed=False)

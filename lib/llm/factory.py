@@ -8,6 +8,10 @@ typo in `--config.backend.timout_s=...` fails at start, not silently at hour thr
                                      model="accord", api_key_env="")
   backend = factory.make_backend(config.backend, workdir=workdir)
 
+To switch backends from the command line, give a config one section per kind
+(`backends_config`): `--config.backend.kind=openai_http --config.backend.openai_http.base_url=...`
+then picks the `openai_http` section and ignores the others.
+
 Scripted backends need a policy object, passed as `policy=`; their config holds only the seed.
 """
 from typing import Any, Callable
@@ -17,7 +21,8 @@ from lib.llm.backend import Backend
 DEFAULTS: dict[str, dict[str, Any]] = {
     # checkpoint: HF-format dir with tokenizer; "" = embedded random model of architecture
     # `preset` with a tokenizer trained here (in <workdir>/tiny_model).
-    "flax": dict(checkpoint="", preset="qwen3-tiny", dtype="float32", seed=0, max_batch=64),
+    "flax": dict(checkpoint="", preset="qwen3-tiny", dtype="float32", seed=0, max_batch=64,
+                 min_batch=1),
     # api_key_env names an environment variable; the key itself never enters a config.
     "openai_http": dict(base_url="http://127.0.0.1:8000/v1", model="accord", api_key_env="",
                         embed_model="", max_concurrency=8, timeout_s=120.0, max_retries=4,
@@ -39,16 +44,28 @@ def backend_config(kind: str, **overrides) -> dict:
   return {"kind": kind, **DEFAULTS[kind], **overrides}
 
 
+def backends_config(kind: str, **sections: dict) -> dict:
+  """{"kind": kind, <every kind>: its complete settings}, `sections` overriding per kind."""
+  unknown = set(sections) - set(DEFAULTS)
+  if unknown:
+    raise KeyError(f"unknown backend kinds {sorted(unknown)}; valid: {', '.join(sorted(DEFAULTS))}")
+  out = {"kind": kind}
+  for k in DEFAULTS:
+    out[k] = {key: v for key, v in backend_config(k, **sections.get(k, {})).items() if key != "kind"}
+  backend_config(kind)  # validates kind
+  return out
+
+
 def _flax(c: dict, workdir: str | None, policy) -> Backend:
   del policy
   from lib.llm.flax_backend import FlaxBackend  # pylint: disable=import-outside-toplevel
   if c["checkpoint"]:
     return FlaxBackend.from_pretrained(c["checkpoint"], dtype=c["dtype"], seed=c["seed"],
-                                       max_batch=c["max_batch"])
+                                       max_batch=c["max_batch"], min_batch=c["min_batch"])
   if workdir is None:
     raise ValueError("the embedded tiny flax model needs a workdir for its tokenizer")
   return FlaxBackend.tiny(f"{workdir}/tiny_model", seed=c["seed"], preset=c["preset"],
-                          max_batch=c["max_batch"])
+                          max_batch=c["max_batch"], min_batch=c["min_batch"])
 
 
 def _openai(c: dict, workdir: str | None, policy) -> Backend:
@@ -90,5 +107,10 @@ def make_backend(config, *, workdir: str | None = None, policy=None) -> Backend:
   """Builds the backend described by a config dict/ConfigDict with a `kind` field."""
   c = dict(config.to_dict() if hasattr(config, "to_dict") else config)
   kind = c.pop("kind", None)
+  if isinstance(c.get(kind), dict):  # sectioned layout (backends_config): use kind's section
+    stray = set(c) - set(DEFAULTS)
+    if stray:
+      raise KeyError(f"backend config has keys {sorted(stray)} outside the per-kind sections")
+    c = c[kind]
   full = backend_config(kind, **c)  # validates kind and keys
   return BUILDERS[kind](full, workdir, policy)

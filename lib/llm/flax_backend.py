@@ -38,12 +38,16 @@ class FlaxBackend(Backend):
 
   name = "flax"
 
-  def __init__(self, model, tokenizer, *, seed: int = 0, max_batch: int = 64,
+  def __init__(self, model, tokenizer, *, seed: int = 0, max_batch: int = 64, min_batch: int = 1,
                template_kwargs: dict | None = None, embed_max_tokens: int = 512,
                model_name: str = "accord-flax"):
     super().__init__()
     self.model, self.tokenizer = model, tokenizer
-    self.seed, self.max_batch = seed, max_batch
+    if not 1 <= min_batch <= max_batch:
+      raise ValueError(f"need 1 <= min_batch <= max_batch, got {min_batch}, {max_batch}")
+    # Batches are padded to a power of two >= min_batch: a larger min_batch means fewer compiled
+    # programs (one per prompt bucket when min_batch = max_batch) at the cost of padded rows.
+    self.seed, self.max_batch, self.min_batch = seed, max_batch, min_batch
     self.template_kwargs = dict(template_kwargs or {})
     self.embed_max_tokens = embed_max_tokens
     self.model_name = model_name
@@ -93,7 +97,7 @@ class FlaxBackend(Backend):
 
   def _sample(self, convs, p: SamplingParams, seeds) -> list[Completion]:
     n = len(convs)
-    padded = sampling.bucket_length(n, minimum=1)
+    padded = sampling.bucket_length(n, minimum=self.min_batch)
     start = time.perf_counter()
     results = sampling.generate_text(
         self.model, self.tokenizer, list(convs) + [convs[0]] * (padded - n), self._key(seeds),

@@ -71,6 +71,12 @@ def _check_model(body: dict, model_name: str) -> None:
                        "model_not_found")
 
 
+class _HTTPServer(http.server.ThreadingHTTPServer):
+  # The stdlib default listen backlog (5) refuses connections when a client opens dozens at once.
+  request_queue_size = 256
+  daemon_threads = True
+
+
 class OpenAIServer:
   """Serves `backend` on host:port (port 0 picks a free one; see `.port`)."""
 
@@ -81,8 +87,7 @@ class OpenAIServer:
     self.created = int(time.time())
     self.batches: list[int] = []  # chat requests per backend.generate call (for tests/benchmarks)
     self._jobs: queue.Queue = queue.Queue()
-    self._httpd = http.server.ThreadingHTTPServer((host, port), self._handler_class())
-    self._httpd.daemon_threads = True
+    self._httpd = _HTTPServer((host, port), self._handler_class())
     self.host, self.port = self._httpd.server_address[:2]
     self._threads = [threading.Thread(target=self._worker, daemon=True, name="model_worker"),
                      threading.Thread(target=self._httpd.serve_forever, daemon=True,

@@ -39,6 +39,10 @@ def test_feedback_debug_field_fidelity(tmp_path):
   summary = registry.get(config.experiment)(config, str(tmp_path))
   assert summary["success"] == {"requester_local": 50.0, "correct_feedback": 100.0,
                                 "counterfactual_feedback": 0.0, "centralized": 100.0}
+  blocks = {r["comparison"]: r for r in summary["pair_block_paired"]}
+  n_pairs = config.max_clusters // 2
+  assert blocks[f"correct_feedback - requester_local ({n_pairs} blocks)"]["ci95_pp"] == \
+      "[50.0, 50.0]"
   n = 2 * config.max_clusters
   for row in summary["field_fidelity"]:
     assert row["matches_injected"] == f"{n}/{n}"
@@ -69,3 +73,25 @@ def test_data_builder_debug(tmp_path):
     first = json.loads(f.readline())
   assert first["stage"] == "requester_initial" and first["target"].startswith("SELF ")
   assert first["prompt"] and first["target"] not in first["prompt"]
+
+
+def test_template_shift_debug(tmp_path):
+  config = _config("gencoord_template_shift")
+  summary = registry.get(config.experiment)(config, str(tmp_path))
+  assert summary["success"] == {"rule_minimal_request": 100.0, "program_reference": 100.0,
+                                "case_table": 0.0, "tfidf_nn": 0.0}
+
+
+def test_horizon_debug(tmp_path):
+  config = _config("gencoord_horizon")
+  summary = registry.get(config.experiment)(config, str(tmp_path))
+  assert summary["success"] == {"multi_step": 100.0, "single_step": 100.0}
+  calls = {r["condition"]: r["model_calls"] for r in _rows(tmp_path)}
+  assert calls == {"multi_step": 2, "single_step": 3}
+
+
+def test_naturalized_debug(tmp_path):
+  config = _config("gencoord_naturalized", "debug=True,surface=c2")
+  summary = registry.get(config.experiment)(config, str(tmp_path))
+  assert summary["success"]["oracle_factors"] == 100.0
+  assert summary["success"]["frozen_parser"] == summary["success"]["surface_table"] == 0.0

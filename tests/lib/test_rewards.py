@@ -87,3 +87,21 @@ def test_permute_within_group_keeps_each_group_multiset():
   # rows are permuted independently, not all with the same permutation
   orders = {tuple(np.argsort(row)) for row in y}
   assert len(orders) > 1
+
+
+def test_model_embedder_with_tiny_qwen(tmp_path):
+  from flax import nnx
+  from lib import models, tokenizer as tokenizer_lib
+  texts = ["You open the fridge.", "The door is locked.", "Nothing happens."] * 4
+  tok = tokenizer_lib.train_tokenizer(texts, 300, tmp_path / "tok")
+  model = models.build(models.preset("qwen3-tiny", vocab_size=300), rngs=nnx.Rngs(0))
+  embedder = rewards.model_embedder(model, tok)
+  emb = embedder(texts[:3])
+  np.testing.assert_allclose(np.linalg.norm(emb, axis=-1), 1.0, rtol=1e-5)
+  # Same as calling lib.models.embed on the unpadded ids + <|endoftext|> directly.
+  ids = tok(texts[1], add_special_tokens=False)["input_ids"] + [tok.pad_token_id]
+  direct = models.embed(model, np.asarray([ids], np.int32))
+  np.testing.assert_allclose(emb[1], np.asarray(direct)[0], rtol=1e-4, atol=1e-5)
+  r = rewards.embedding_similarity_reward(
+      ["<next_state>The door is locked.</next_state>"], ["The door is locked."], embedder)
+  assert r.tolist() == [1.0]

@@ -18,6 +18,17 @@ def test_sft_and_grpo_steps_on_8_devices_equal_single_device():
   assert "sft ok" in out.stdout and "grpo ok" in out.stdout, out.stdout
 
 
+def test_fsdp_spec_picks_largest_divisible_dim_or_replicates():
+  from jax.sharding import PartitionSpec as P
+  from lib import sharding
+  assert sharding.fsdp_spec((128, 512), 4) == P(None, "fsdp")
+  assert sharding.fsdp_spec((512, 128), 4) == P("fsdp", None)
+  assert sharding.fsdp_spec((130, 64), 4) == P(None, "fsdp")     # 130 is not divisible
+  assert sharding.fsdp_spec((131, 63), 4) == P()                 # nothing divides: replicate
+  assert sharding.fsdp_spec((32,), 4) == P()                     # small leaves stay replicated
+  assert sharding.fsdp_spec((4096, 4096), 1) == P()
+
+
 def _compare(name, single, sharded, mesh_state):
   import jax
   import numpy as np

@@ -14,12 +14,21 @@ def train():
 
 
 def test_forward_rows_counts_and_validation(train):
-  rows = data.forward_rows(train, single_step=True)
+  rows = data.forward_rows(train)
   stages = {s: sum(r.stage == s for r in rows) for s in
             ("sender_initial", "receiver_after_request", "sender_after_obtain")}
   assert stages == {"sender_initial": 960, "receiver_after_request": 960,
-                    "sender_after_obtain": 960}
+                    "sender_after_obtain": 0}
   assert all(data.validate(r) for r in rows)
+  single = data.forward_rows(train, horizon="single")
+  assert len(single) == 2880 and sum(r.stage == "sender_after_obtain" for r in single) == 960
+  assert all(data.validate(r) for r in single)
+  first = next(r for r in single if r.stage == "sender_initial")
+  assert first.target.split("\n")[0].count(" > ") == 0 and "first local step" in first.prompt
+  after = next(r for r in single if r.stage == "sender_after_obtain")
+  assert "history[0]: SELF resource.obtain" in after.prompt and after.target.endswith("REQ -")
+  with pytest.raises(ValueError):
+    data.forward_rows(train[:1], horizon="long")
   receiver = next(r for r in rows if r.stage == "receiver_after_request")
   assert receiver.target.endswith("\nREQ -") and "incoming: REQ" in receiver.prompt
   sender = next(r for r in rows if r.stage == "sender_initial")
@@ -30,6 +39,7 @@ def test_forward_rows_counts_and_validation(train):
 def test_other_surfaces_validate(train, surface):
   rows = data.forward_rows(train[:64], surface)
   assert all(data.validate(r) for r in rows)
+  assert all(data.validate(r) for r in data.forward_rows(train[:64], surface, "single"))
   for row, ref in zip(rows, data.forward_rows(train[:64])):   # same canonical fields
     assert _norm(data.decode(row), row) == _norm(data.decode(ref), ref)
 

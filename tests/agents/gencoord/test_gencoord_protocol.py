@@ -205,3 +205,29 @@ def test_composition_case_table_vs_explicit_composer():
   assert _rate(protocol.run_forward(unseen, table)) == 0.0
   assert _rate(protocol.run_forward(unseen, composer)) == 100.0
   assert len(suites.clusters(unseen)) == 60
+
+
+def test_single_step_horizon_closes_with_three_calls():
+  eps = suites.forward("heldout_template")
+  recs = protocol.run_forward(eps, PROGRAM, "true", horizon="single")
+  assert all(r.success and r.model_calls == 3 for r in recs)
+  multi = protocol.run_forward(eps, PROGRAM, "true")
+  assert all(r.model_calls == 2 for r in multi)
+  # Same resolved commitment either way: the horizon changes when paths are decided.
+  assert [r.commitment.sender_path for r in recs] == [r.commitment.sender_path for r in multi]
+
+
+def test_single_step_contract_violations(episode):
+  two_steps = Scripted(lambda c: PROGRAM.generate([c])[0] if c.prior.get("horizon") != "single"
+                       or c.stage != "sender_initial" else
+                       PROGRAM.generate([dataclasses.replace(c, prior={**c.prior,
+                                                                       "horizon": "multi"})])[0])
+  (rec,) = protocol.run_forward([episode], two_steps, "true", horizon="single")
+  assert rec.failure_code == "CONTRACT_REJECT" and rec.model_calls == 1
+  asks_again = Scripted(lambda c: PROGRAM.generate([c])[0].replace("REQ -", "REQ agent_b "
+                                                                   "control.wait()")
+                        if c.stage == "sender_after_obtain" else PROGRAM.generate([c])[0])
+  (rec,) = protocol.run_forward([episode], asks_again, "true", horizon="single")
+  assert rec.failure_code == "CONTRACT_REJECT" and rec.model_calls == 2
+  with pytest.raises(ValueError):
+    protocol.run_forward([episode], PROGRAM, "true", horizon="long")

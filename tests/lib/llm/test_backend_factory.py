@@ -81,3 +81,15 @@ def test_vllm_adapter_translates_requests(monkeypatch):
   assert [c.text for c in out] == ["AB", "HELLO"]
   assert [(c.input_tokens, c.output_tokens) for c in out] == [(7, 2), (7, 5)]
   np.testing.assert_allclose(b.embed(["q"]), [[0.6, 0.8]])
+
+
+def test_sectioned_config_switches_kind():
+  cfg = factory.backends_config("flax", openai_http=dict(base_url="http://127.0.0.1:7/v1"))
+  assert cfg["flax"]["preset"] == "qwen3-tiny" and cfg["vllm"]["max_model_len"] == 8192
+  cfg["kind"] = "openai_http"
+  b = factory.make_backend(cfg)
+  assert isinstance(b, OpenAIBackend) and b.base_url == "http://127.0.0.1:7/v1"
+  with pytest.raises(KeyError, match="outside the per-kind sections"):
+    factory.make_backend({**cfg, "timeout_s": 3})
+  with pytest.raises(KeyError, match="unknown backend kinds"):
+    factory.backends_config("flax", flaxx={})

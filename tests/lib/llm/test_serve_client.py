@@ -28,11 +28,12 @@ GREEDY = SamplingParams(max_tokens=6, temperature=0.0)
 
 def start_server(workdir: pathlib.Path, cache: pathlib.Path):
   out = open(workdir.parent / f"{workdir.name}.out", "w")
-  # Both servers serve the same tiny model: a shared compilation cache spares the second one
-  # the first one's XLA compiles.
+  # Both servers serve the same tiny model with every batch padded to 8 rows: one sampler program
+  # per prompt bucket, and a shared compilation cache spares the second server the first's compiles.
   proc = subprocess.Popen(
       [sys.executable, "launch.py", "--config=configs/serve.py:debug=True",
-       f"--workdir={workdir}", "--config.duration_s=0"], cwd=ROOT, stdout=out,
+       f"--workdir={workdir}", "--config.duration_s=0", "--config.min_batch=8",
+       "--config.max_batch=8"], cwd=ROOT, stdout=out,
       stderr=subprocess.STDOUT,
       env={**os.environ, "JAX_PLATFORMS": "cpu", "JAX_COMPILATION_CACHE_DIR": str(cache)})
   info_path = workdir / "server.json"
@@ -81,7 +82,7 @@ def test_chat_and_embeddings_match_the_model_in_process(server, key_env):
     prompt = tok.apply_chat_template(conv, tokenize=False, add_generation_prompt=True)
     assert c.input_tokens == len(tok.encode(prompt, add_special_tokens=False))
     assert 1 <= c.output_tokens <= 6
-  local = FlaxBackend.from_pretrained(workdir / "tiny_model")
+  local = FlaxBackend.from_pretrained(workdir / "tiny_model", min_batch=8, max_batch=8)
   assert [c.text for c in local.generate(convs(3), GREEDY)] == [c.text for c in out]
   texts = ["a box left of the goal", "Range [0, 7]", "x"]
   remote = client.embed(texts)

@@ -129,6 +129,21 @@ def test_logits_match_transformers(checkpoints, variant, chunk):
   np.testing.assert_allclose(ours[1, 9:], alone[0], atol=1e-4, rtol=0)
 
 
+def test_bfloat16_load_tracks_float32(checkpoints):
+  """bfloat16 weights/activations (DeltaNet state kept in float32) stay near the float32 logits."""
+  path, _ = checkpoints("untied")
+  ids, mask = _batch(4, length=40, pad=(0, 3))
+  logits = {}
+  for dtype in ("float32", "bfloat16"):
+    model, _ = load_qwen3_5(path, dtype=dtype)
+    assert model.embed[...].dtype == jnp.dtype(dtype)
+    logits[dtype] = np.asarray(_forward(model, jnp.asarray(ids), jnp.asarray(mask)))
+  real = mask.astype(bool)
+  err = np.abs(logits["bfloat16"] - logits["float32"])[real]
+  assert np.isfinite(logits["bfloat16"]).all()
+  assert err.mean() < 0.05 * np.abs(logits["float32"][real]).std(), err.mean()
+
+
 def test_cached_steps_match_full_forward(checkpoints):
   """Prefill (chunked DeltaNet, KV cache) then one token at a time (recurrent step) == full pass."""
   path, _ = checkpoints("untied")

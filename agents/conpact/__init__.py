@@ -1,0 +1,14 @@
+"""ConPAct: planner-actor state assertions, contradiction detection, reconciliation, curated SFT data.
+
+  schemas.py     per-env assertion fields (built on each env's `state_facts`) and their ground truth
+  parse.py       tolerant extraction of assertion JSON, actions and sub-goals from model replies
+  compare.py     the programmatic comparator: explicit contradictions, correctness vs ground truth
+  prompts.py     system/user prompts for every role (our own wording)
+  textenv.py     Sokoban / MiniGrid / Crafter as host-loop text envs with `info["state_facts"]`
+  base.py        generator-based agents on the lib.llm.agent protocol, observation windows
+  react.py       ReAct (+ assertion prompting), plan_act.py Plan-Act, self_refine.py, resample.py
+  conpact_i.py   ConPAct-I: comparator-triggered discussion with the Table 18 ablation switches
+  scripted.py    scripted planner/actor with a seeded perception-noise model (mechanics only)
+  metrics.py     mismatch D, correctness, avg/pass@k, pass^k, cost metrics, cluster-bootstrap CIs
+  curate.py      ConPAct-R/S SFT rows from logged trajectories
+"""

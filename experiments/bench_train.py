@@ -7,7 +7,7 @@ are compared as a check that they compute the same thing. Timings alternate JAX 
 background load hits both alike; the reported figure is the median round. tokens/s counts every
 token of the batch (prompt + response / prompt + target), i.e. B x T per update.
 """
-import os
+import shutil
 import tempfile
 import time
 
@@ -34,7 +34,9 @@ def _batches(rng, c, vocab):
   return {"input_ids": ids, "attention_mask": attn, "loss_mask": loss_mask}, rl
 
 
-def _torch_side(hf_dir, c, sft_batch, rl_batch):
+def _torch_steps(hf_dir, c, sft_batch, rl_batch):
+  """Fresh transformers model + AdamW -> (sft_step, grpo_step, threads); each call to this gives
+  an untouched copy of the weights, so every benchmark starts where the JAX side starts."""
   import torch
   import transformers
   torch.manual_seed(0)
@@ -101,13 +103,13 @@ def run(config, workdir):
   jax_steps = {"sft": (jax.jit(sft.make_sft_step(apply_fn, tx), donate_argnums=0), sft_batch),
                "grpo": (jax.jit(grpo.make_grpo_step(apply_fn, tx, gcfg), donate_argnums=0),
                         rl_batch)}
-  with tempfile.TemporaryDirectory() as hf_dir:
-    models.save_pretrained(model, mconf, hf_dir)
-    torch_sft, torch_grpo, threads = _torch_side(hf_dir, c, sft_batch, rl_batch)
-  torch_steps = {"sft": torch_sft, "grpo": torch_grpo}
+  hf_dir = tempfile.mkdtemp()
+  models.save_pretrained(model, mconf, hf_dir)
   tokens = c.batch * c.seq_len
   table = []
-  for name in ("sft", "grpo"):
+  for i, name in enumerate(("sft", "grpo")):
+    *steps, threads = _torch_steps(hf_dir, c, sft_batch, rl_batch)
+    torch_step = steps[i]
     step, batch = jax_steps[name]
     batch = jax.tree.map(jnp.asarray, batch)
     holder = {"state": TrainState.create(jax.tree.map(jnp.copy, params), tx)}
@@ -117,17 +119,18 @@ def run(config, workdir):
       return m
 
     first_jax = float(jax_once()["loss"])        # includes compilation
-    first_torch = torch_steps[name]()            # first torch step on the same weights
+    first_torch = torch_step()                   # first torch step on the same weights
     jax.block_until_ready(holder["state"])
     rounds_j, rounds_t = [], []
     for _ in range(c.rounds):
       rounds_j.append(_time(lambda: jax.block_until_ready(jax_once()), c.reps))
-      rounds_t.append(_time(torch_steps[name], c.reps))
+      rounds_t.append(_time(torch_step, c.reps))
     tj, tt = float(np.median(rounds_j)), float(np.median(rounds_t))
     row = {"update": name, "model": c.preset, "params_M": round(mconf.num_params() / 1e6, 1),
            "batch": f"{c.batch}x{c.seq_len}", "jax_tokens_per_s": round(tokens / tj, 1),
            "torch_tokens_per_s": round(tokens / tt, 1), "ratio_jax_over_torch": round(tt / tj, 3),
-           "first_loss_jax": round(first_jax, 5), "first_loss_torch": round(first_torch, 5)}
+           "first_loss_jax": round(first_jax, 5), "first_loss_torch": round(first_torch, 5),
+           "same_first_loss": bool(abs(first_jax - first_torch) <= 1e-3 * max(1.0, abs(first_jax)))}
     table.append(row)
     print(f"[bench_train] {name}: jax {row['jax_tokens_per_s']} tok/s, torch "
           f"{row['torch_tokens_per_s']} tok/s, ratio {row['ratio_jax_over_torch']}x "
@@ -140,4 +143,5 @@ def run(config, workdir):
                       f"AdamW + clip 1.0, median of {c.rounds} alternating rounds of {c.reps} "
                       f"updates; baseline: transformers Qwen3ForCausalLM + torch.optim.AdamW "
                       f"({threads} threads). Ratio > 1 means ours is faster.")
+  shutil.rmtree(hf_dir, ignore_errors=True)
   return summary

@@ -9,8 +9,9 @@ feedback. It *perceives* the frame by parsing the rendered text and, with probab
 column off, as in the paper's Figure 1; MiniGrid: the target one cell off). It asserts what it
 perceived and acts on it (Sokoban: first move of the BFS solution of the perceived board; MiniGrid:
 greedy approach of the perceived target). Injected verified facts replace perception. In a
-discussion with conflict feedback it looks again at the named fields, missing the truth with
-probability `noise.rate("recheck_miss")`; without feedback it just looks again (fresh noise).
+discussion with conflict feedback it looks again carefully (a clean reading), missing with
+probability `noise.rate("recheck_miss")` (then it repeats its claims); without feedback it just
+looks again (a fresh, equally noisy reading).
 
 Assertions are written in varied surface forms (JSON or Python literals, tuples or strings,
 "unknown" or omitted fields) so the parser and comparator are exercised, and
@@ -40,10 +41,6 @@ def current_frame(user: str) -> str:
 def verified_state(user: str) -> dict | None:
   m = re.search(r"Verified state \(reliable, from the environment\):\n(\{.*\})", user)
   return json.loads(m.group(1)) if m else None
-
-
-def conflicted_fields(text: str) -> list[str]:
-  return re.findall(r'^- "([a-z_]+)": planner says', text, flags=re.M)
 
 
 # ---- Sokoban ----------------------------------------------------------------------------------
@@ -262,11 +259,13 @@ class ConPActScriptedPolicy:
       # Its own earlier claims, read back from its previous reply (the policy keeps no memory).
       said = parse.parse_assertion(messages[-2]["content"], schemas.get(self.env)).values
       own = {k: schemas.to_json(v) for k, v in said.items() if v is not None}
-      if last.startswith("CONFLICT:"):  # look again at the named fields only
-        named = conflicted_fields(last)
-        truth = self.percept.facts(clean)
-        facts = {k: (truth[k] if k in named and not self.noise.fires("recheck_miss", rng)
-                     else own.get(k, facts[k])) for k in facts}
+      if last.startswith("CONFLICT:"):
+        # Feedback names the disputed facts, so it looks again carefully: a clean reading of
+        # the frame unless the re-check misses; a missed re-check repeats its earlier claims.
+        if self.noise.fires("recheck_miss", rng):
+          facts = {k: own.get(k, facts[k]) for k in facts}
+        else:
+          facts = self.percept.facts(clean)
       board = self.percept.apply(clean, facts) if verified is None else board
     keep = {k: v for k, v in facts.items() if rng.random() >= self.abstain}
     out = {"role": role, "state": keep if "<state>" in system else None}

@@ -14,9 +14,7 @@ COLOR_NAMES = ("red", "green", "blue", "purple", "yellow", "grey")
 COLOR = {name: i for i, name in enumerate(COLOR_NAMES)}
 N_COLORS = len(COLOR_NAMES)
 GREY = COLOR["grey"]
-# Farama draws random colors from the *sorted* names, so a uniform index into this list is the
-# same distribution; keep the lookup for documentation of that fact.
-SORTED_COLOR_IDS = tuple(COLOR[c] for c in sorted(COLOR_NAMES))
+# Farama draws colors uniformly from the sorted names; a uniform color index is the same law.
 
 DOOR_OPEN, DOOR_CLOSED, DOOR_LOCKED = 0, 1, 2
 DOOR_STATE_NAMES = ("open", "closed", "locked")

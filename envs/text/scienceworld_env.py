@@ -38,8 +38,11 @@ _FAILURE_PATTERNS = re.compile(
 
 
 def failed_action(observation: str) -> bool:
-  """True when the observation is one of the simulator's grammar or precondition refusals."""
+  """True when the observation is one of the simulator's grammar or precondition refusals, or
+  its question back on an ambiguous action (which executes nothing until it is answered)."""
   text = observation.strip()
+  if text.lower().startswith("ambiguous request"):
+    return True
   return bool(text) and "\n" not in text and len(text) < 160 and bool(
       _FAILURE_PATTERNS.search(text))
 

@@ -51,7 +51,8 @@ def backends_config(kind: str, **sections: dict) -> dict:
     raise KeyError(f"unknown backend kinds {sorted(unknown)}; valid: {', '.join(sorted(DEFAULTS))}")
   out = {"kind": kind}
   for k in DEFAULTS:
-    out[k] = {key: v for key, v in backend_config(k, **sections.get(k, {})).items() if key != "kind"}
+    full = backend_config(k, **sections.get(k, {}))
+    out[k] = {key: v for key, v in full.items() if key != "kind"}
   backend_config(kind)  # validates kind
   return out
 

@@ -38,8 +38,8 @@ class FlaxBackend(Backend):
 
   name = "flax"
 
-  def __init__(self, model, tokenizer, *, seed: int = 0, max_batch: int = 64, min_batch: int = 1,
-               template_kwargs: dict | None = None, embed_max_tokens: int = 512,
+  def __init__(self, model, tokenizer, *, seed: int = 0, max_batch: int = 64,
+               min_batch: int = 1, template_kwargs: dict | None = None, embed_max_tokens: int = 512,
                model_name: str = "accord-flax"):
     super().__init__()
     self.model, self.tokenizer = model, tokenizer

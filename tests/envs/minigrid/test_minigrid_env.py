@@ -81,14 +81,20 @@ def test_random_episodes_through_autoreset(task):
     def body(state, k):
       k_act, k_step = jax.random.split(k)
       action = jax.random.randint(k_act, (batch,), 0, env.num_actions)
+      prev = state
       obs, state, reward, term, trunc, info = wrapper.step(k_step, state, action, params)
       s = state.env_state
       under = s.grid[jnp.arange(batch), s.agent_pos[:, 0], s.agent_pos[:, 1]]
-      return state, (obs, reward, term, trunc, info["success"], core.can_overlap(under), s.time)
+      # is_terminated reads termination off the final state; compare before the auto-reset
+      final = jax.vmap(env.step_env, in_axes=(0, 0, 0, None))(
+          jax.random.split(k_step, batch), prev.env_state, action, params)[1]
+      term_from_state = jax.vmap(env.is_terminated, in_axes=(0, None))(final, params)
+      return state, (obs, reward, term, trunc, info["success"], core.can_overlap(under), s.time,
+                     term_from_state)
 
     return obs, jax.lax.scan(body, state, jax.random.split(key, steps))[1]
 
-  obs0, (obs, reward, term, trunc, success, on_free_cell, time) = jax.device_get(
+  obs0, (obs, reward, term, trunc, success, on_free_cell, time, term_from_state) = jax.device_get(
       jax.jit(run)(jax.random.key(0)))
   assert obs0.shape == (batch, 7, 7, 3) and obs.shape == (steps, batch, 7, 7, 3)
   assert obs.dtype == np.uint8 and bool(env.observation_space(params).contains(obs[0, 0]))
@@ -97,6 +103,7 @@ def test_random_episodes_through_autoreset(task):
   assert np.isfinite(reward).all() and (reward >= 0).all() and (reward <= 1).all()
   np.testing.assert_array_equal(reward > 0, success)    # only success is rewarded here
   assert (~success | term).all()
+  np.testing.assert_array_equal(term, term_from_state)
   assert on_free_cell.all()                               # never inside a wall or object
   assert (time <= params.max_steps_in_episode).all()
   assert env.action_space(params).n == 7

@@ -67,6 +67,8 @@ def test_failed_actions_and_truncation(env):
   finally:
     env.max_steps = 30
   assert failed_action("The door is not open.") and failed_action("You can't pick up a gas directly.")
+  assert failed_action("Ambiguous request: Please enter the number for the action you intended "
+                       "(or blank to cancel):\n0: pick up apple\n1: pick up apple")
   assert not failed_action("You move to the kitchen.") and not failed_action(
       "This room is called the hallway. In it, you see:\n\tthe door is not open")
 

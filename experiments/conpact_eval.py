@@ -1,0 +1,145 @@
+"""ConPAct evaluation: methods/conditions x envs x instances x rollouts through the host loop.
+
+For each env in `config.envs` and each condition in `config.conditions` (a method from
+agents/conpact/methods.py plus AgentConfig settings, e.g. the Table 18 switches or state
+injection), every instance runs `rollouts` times through `HostLoop` (one batched backend call per
+step across all live episodes; budgets A/C per instance). Rows go to results.jsonl keyed by
+env/condition/instance/rollout/attempt (resumable; failed backend episodes are retried).
+
+Backends: `config.backend` (a lib.llm.factory config) serves every role, or `config.actor_backend`
+when non-empty serves the actor while `config.backend` serves the planner (RoleRouter). Kind
+"scripted" uses the ConPAct scripted policy with `config.scripted` noise -- SCRIPTED numbers are
+mechanics, and every table title says so. On scripted runs the comparator's precision/recall is
+computed against labels replayed from the policy (agents/conpact/labels.py).
+
+summary.md: the inference table (paper Tables 19/24 layout) and, when conditions carry ablation
+switches, the online-consistency ablation table (Table 18 layout).
+"""
+import os
+
+from absl import logging
+
+from agents.conpact import labels, metrics, methods, schemas, scripted, textenv
+from agents.conpact.routing import RoleRouter
+from lib import tb
+from lib.llm.factory import make_backend
+from lib.llm.host_loop import EpisodeSpec, HostLoop, final_rows
+from lib.llm.scripted import NoiseModel
+from lib.results import ResultsLog, markdown_table, write_summary
+
+KEY = ("env", "condition", "instance", "rollout", "attempt")
+SWITCHES = ("correction_trigger", "conflict_feedback", "planner_participation")
+
+
+def instances(config, env: str) -> list[textenv.Instance]:
+  n = config.instances
+  if env == "sokoban":
+    return textenv.sokoban_instances(config.split, n)
+  if env == "minigrid":
+    return textenv.minigrid_instances(tuple(config.minigrid_tasks), per_task=config.minigrid_per_task)
+  if env == "crafter":
+    return textenv.crafter_instances(config.split, n)
+  raise KeyError(f"unknown env {env!r}")
+
+
+def _one_backend(cfg, env, config, workdir):
+  cfg = dict(cfg.to_dict() if hasattr(cfg, "to_dict") else cfg)
+  policy = None
+  if cfg["kind"] == "scripted":
+    policy = scripted.ConPActScriptedPolicy(env, NoiseModel(dict(config.scripted.noise)),
+                                            abstain=config.scripted.abstain)
+  return make_backend(cfg, workdir=workdir, policy=policy), policy
+
+
+def build_backend(config, env, workdir):
+  """(backend for the host loop, scripted policy or None, the scripted backend's seed)."""
+  planner, policy = _one_backend(config.backend, env, config, workdir)
+  seed = getattr(planner, "seed", 0)
+  if not config.get("actor_backend"):
+    return planner, policy, seed
+  actor, _ = _one_backend(config.actor_backend, env, config, workdir)
+  return RoleRouter({"planner": planner, "actor": actor}), policy, seed
+
+
+def _specs(config, env, cond, insts):
+  task = textenv.task(env)
+  settings = dict(cond.get("settings", {}))
+  make_agent = lambda: methods.make_agent(cond["method"], task, **settings)
+  return [EpisodeSpec({"env": env, "condition": cond["name"], "instance": i.instance_id,
+                       "rollout": r}, make_env=i.make_env, make_agent=make_agent,
+                      env_seed=i.env_seed, extra={"method": cond["method"]})
+          for i in insts for r in range(config.rollouts)]
+
+
+def _mark(v) -> str:
+  return "✓" if v else "✗"
+
+
+def run(config, workdir):
+  scripted_run = config.backend.kind == "scripted"
+  label = "SCRIPTED policy (mechanics, not model results)" if scripted_run else \
+      f"backend: {config.backend.kind}"
+  log = ResultsLog(workdir, key=KEY)
+  table, ablation, comparator, writer = [], [], [], tb.writer(workdir)
+  for env in config.envs:
+    insts = instances(config, env)
+    backend, policy, scripted_seed = build_backend(config, env, workdir)
+    for cond in config.conditions:
+      specs = _specs(config, env, cond, insts)
+      # Per-instance budgets differ only on MiniGrid; group specs by budget.
+      for a in sorted({i.actions for i in insts}):
+        group = [s for s, i in zip(specs, [i for i in insts for _ in range(config.rollouts)])
+                 if i.actions == a]
+        loop = HostLoop(backend, action_budget=a, call_budget=a, max_live=config.max_live,
+                        seed=config.seed, show_progress=False)
+        out = loop.run(group, log)
+        logging.info("%s/%s A=C=%d: %s", env, cond["name"], a, {k: out[k] for k in ("run", "skipped",
+                                                                                     "steps")})
+      rows = [r for r in final_rows(log.rows(), KEY)
+              if r["env"] == env and r["condition"] == cond["name"]]
+      for r in rows:
+        r["cluster"] = f"{env}/{r['instance']}"
+      m = metrics.summarize(rows, k=config.rollouts, n_resamples=config.n_resamples,
+                            seed=config.seed)
+      row = {"env": env, "condition": cond["name"], "method": cond["method"], **m}
+      table.append(row)
+      for k in ("success", "D_step", "residual_D", "calls/episode"):
+        writer.add_scalar(f"{env}/{cond['name']}/{k}", m[k], 0)
+      settings = cond.get("settings", {})
+      if any(s in settings for s in SWITCHES):
+        ablation.append({"env": env, "condition": cond["name"],
+                         **{s: _mark(settings.get(s, True)) for s in SWITCHES},
+                         f"avg@{config.rollouts}": m[f"avg@{config.rollouts}"],
+                         f"pass@{config.rollouts}": m[f"pass@{config.rollouts}"],
+                         f"pass^{config.rollouts}": m[f"pass^{config.rollouts}"],
+                         "D_step": m["D_step"], "discussion_rate": m["discussion_rate"],
+                         "repair_rate": m["repair_rate"], "residual_D": m["residual_D"]})
+      if policy is not None and cond["method"] in ("assertion", "conpact_i"):
+        conf = labels.comparator_confusion(rows, policy, scripted_seed, schemas.get(env))
+        comparator.append({"env": env, "condition": cond["name"], **conf})
+    backend.close()
+  log.close()
+  summary = {"label": label, "table": table, "ablation": ablation, "comparator": comparator}
+  k = config.rollouts
+  cols = ["env", "condition", f"avg@{k}", f"pass@{k}", f"pass^{k}", "success", "success_ci",
+          "return", "steps", "D_step", "D_traj", "residual_D", "planner_correct", "actor_correct",
+          "calls/episode", "out_tokens/episode", "calls/action", "usage_coverage",
+          "backend_errors", "rollouts"]
+  path = write_summary(workdir, summary, [{c: r[c] for c in cols} for r in table],
+                       title=f"ConPAct inference ({label})",
+                       notes=f"{k} rollouts per instance; CIs: 95% cluster bootstrap over instances. "
+                             "D_step = initial mismatch per comparator check; residual_D = "
+                             "contradicted checks still contradicted after discussion.")
+  with open(path, "a", encoding="utf-8") as f:
+    if ablation:
+      f.write(f"\n## Online consistency ablation (paper Table 18 layout; {label})\n\n")
+      f.write(markdown_table(ablation))
+    if comparator:
+      f.write(f"\n## Comparator vs independently labelled contradictions ({label})\n\n")
+      f.write(markdown_table(comparator))
+  print(open(path, encoding="utf-8").read(), flush=True)
+  return summary
+
+
+def results_path(workdir: str) -> str:
+  return os.path.join(workdir, "results.jsonl")

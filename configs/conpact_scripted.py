@@ -54,6 +54,8 @@ def get_config(arg=None):
                       ["BabyAI-GoToRedBall-v0", "BabyAI-GoToObj-v0", "BabyAI-GoToLocal-v0"])
   c.rollouts = 2 if arg.debug else arg.rollouts
   c.max_live = None
+  c.budget_cap = 0  # 0: the paper's A = C per instance
+  c.label = ""  # table label; "" = derived from the backend kind
   c.n_resamples = 200 if arg.debug else 2000
   c.backend = factory.backend_config("scripted", seed=0)
   c.actor_backend = {}

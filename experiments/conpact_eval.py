@@ -61,6 +61,11 @@ def build_backend(config, env, workdir):
   return RoleRouter({"planner": planner, "actor": actor}), policy, seed
 
 
+def _budget(config, inst) -> int:
+  """A = C for an instance; `budget_cap` > 0 shortens it (CPU demos of slow backends)."""
+  return min(inst.actions, config.budget_cap) if config.budget_cap else inst.actions
+
+
 def _specs(config, env, cond, insts):
   task = textenv.task(env)
   settings = dict(cond.get("settings", {}))
@@ -77,8 +82,8 @@ def _mark(v) -> str:
 
 def run(config, workdir):
   scripted_run = config.backend.kind == "scripted"
-  label = "SCRIPTED policy (mechanics, not model results)" if scripted_run else \
-      f"backend: {config.backend.kind}"
+  label = config.label or ("SCRIPTED policy (mechanics, not model results)" if scripted_run
+                           else f"backend: {config.backend.kind}")
   log = ResultsLog(workdir, key=KEY)
   table, ablation, comparator, writer = [], [], [], tb.writer(workdir)
   for env in config.envs:
@@ -86,15 +91,15 @@ def run(config, workdir):
     backend, policy, scripted_seed = build_backend(config, env, workdir)
     for cond in config.conditions:
       specs = _specs(config, env, cond, insts)
-      # Per-instance budgets differ only on MiniGrid; group specs by budget.
-      for a in sorted({i.actions for i in insts}):
-        group = [s for s, i in zip(specs, [i for i in insts for _ in range(config.rollouts)])
-                 if i.actions == a]
+      # Per-instance budgets differ only on MiniGrid; one host loop per budget.
+      per_spec = [_budget(config, i) for i in insts for _ in range(config.rollouts)]
+      for a in sorted(set(per_spec)):
+        group = [s for s, b in zip(specs, per_spec) if b == a]
         loop = HostLoop(backend, action_budget=a, call_budget=a, max_live=config.max_live,
                         seed=config.seed, show_progress=False)
         out = loop.run(group, log)
-        logging.info("%s/%s A=C=%d: %s", env, cond["name"], a, {k: out[k] for k in ("run", "skipped",
-                                                                                     "steps")})
+        logging.info("%s/%s A=C=%d: %s", env, cond["name"], a,
+                     {k: out[k] for k in ("run", "skipped", "steps")})
       rows = [r for r in final_rows(log.rows(), KEY)
               if r["env"] == env and r["condition"] == cond["name"]]
       for r in rows:
@@ -104,7 +109,8 @@ def run(config, workdir):
       row = {"env": env, "condition": cond["name"], "method": cond["method"], **m}
       table.append(row)
       for k in ("success", "D_step", "residual_D", "calls/episode"):
-        writer.add_scalar(f"{env}/{cond['name']}/{k}", m[k], 0)
+        if m[k] == m[k]:  # NaN (e.g. no checks for a one-role method) is left out of TensorBoard
+          writer.add_scalar(f"{env}/{cond['name']}/{k}", m[k], 0)
       settings = cond.get("settings", {})
       if any(s in settings for s in SWITCHES):
         ablation.append({"env": env, "condition": cond["name"],

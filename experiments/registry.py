@@ -19,12 +19,15 @@ EXPERIMENTS: dict[str, str] = {
     "gencoord_eval": "experiments.gencoord_eval",
     "gencoord_bench": "experiments.gencoord_bench",
     "gencoord_data": "experiments.gencoord_data",
+    "gencoord_learned": "experiments.gencoord_learned",
+    "quickstart": "experiments.quickstart",
     "serve": "experiments.serve",
     "host_loop_bench": "experiments.host_loop_bench",
     "conpact_eval": "experiments.conpact_eval",
     "bench_qwen3_5": "experiments.bench_qwen3_5",
     "wm_data": "experiments.wm_data",
     "wm_eval": "experiments.wm_eval",
+    "wm_train": "experiments.wm_train",
 }
 
 

@@ -15,6 +15,7 @@ stop string is cut right before it (the string itself is dropped from `text`, as
 tokens and logprobs are cut after the token that completed the string.
 """
 import dataclasses
+import functools
 from typing import NamedTuple, Sequence
 
 import jax
@@ -60,8 +61,14 @@ def sample_logits(logits, key, temperature, top_p, top_k: int = 0):
   0 = off) keeps the k largest logits; top_p keeps the smallest set of most likely tokens whose mass
   reaches top_p (the most likely token always stays). Filtering happens after temperature."""
   logits = logits.astype(jnp.float32)
-  greedy = jnp.argmax(logits, axis=-1)
-  scaled = logits / jnp.maximum(temperature, 1e-6)
+  # A real branch: greedy decoding skips the sort and the random draw over the whole vocabulary.
+  sample = functools.partial(_sample_filtered, top_k=top_k)
+  greedy = lambda logits, *_: jnp.argmax(logits, axis=-1).astype(jnp.int32)
+  return jax.lax.cond(temperature > 0, sample, greedy, logits, key, temperature, top_p)
+
+
+def _sample_filtered(logits, key, temperature, top_p, *, top_k):
+  scaled = logits / temperature
   if top_k > 0:
     kth = jax.lax.top_k(scaled, top_k)[0][..., -1:]
     scaled = jnp.where(scaled < kth, -jnp.inf, scaled)
@@ -74,8 +81,7 @@ def sample_logits(logits, key, temperature, top_p, top_k: int = 0):
     return jnp.where(x < threshold, -jnp.inf, x)
 
   scaled = jax.lax.cond(top_p < 1.0, nucleus, lambda x: x, scaled)
-  sampled = jax.random.categorical(key, scaled, axis=-1)
-  return jnp.where(temperature > 0, sampled, greedy).astype(jnp.int32)
+  return jax.random.categorical(key, scaled, axis=-1).astype(jnp.int32)
 
 
 def _generate_impl(graphdef, state, cache, prompt_ids, prompt_mask, key, temperature, top_p, *,

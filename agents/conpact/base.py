@@ -39,6 +39,7 @@ class AgentConfig:
   samples: int = 3
   actor_max_tokens: int = 256
   planner_max_tokens: int = 256
+  temperature: float = 0.0  # per-call seeds come from the host loop, so rollouts differ when > 0
 
   def __post_init__(self):
     if self.inject not in INJECT:
@@ -110,7 +111,8 @@ class GeneratorAgent:
     msgs = [{"role": "system", "content": system}, {"role": "user", "content": user}]
     self.last_call = self.n_requests
     self.n_requests += 1
-    return ModelRequest(msgs + list(history or []), SamplingParams(max_tokens=max_tokens), tag=tag)
+    params = SamplingParams(max_tokens=max_tokens, temperature=self.config.temperature)
+    return ModelRequest(msgs + list(history or []), params, tag=tag)
 
   def assertion(self, text: str) -> parse.Assertion:
     a = parse.parse_assertion(text, self.schema)

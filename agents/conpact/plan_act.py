@@ -47,6 +47,9 @@ class PlanActAgent(GeneratorAgent):
           actor = dict(system=a_sys, user=a_user, text=a_text, call=self.last_call)
           a_text, new_subgoal = yield from self.check(planner, actor, subgoal)
           subgoal = new_subgoal or subgoal
+        elif self.config.assertions:  # scored against truth (metrics, curation), not compared
+          self.record("step", actor=self.assertion(a_text).to_json(),
+                      calls={"actor": self.last_call})
         name, _ = self.action(a_text)
         status = parse.parse_status(a_text)
         if status == "failed":

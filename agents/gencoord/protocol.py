@@ -20,10 +20,14 @@ from agents.gencoord.dsl import (ParseError, PeerRequest, Proposal, parse, reque
 from agents.gencoord.skills import produces
 from agents.gencoord.materialize import MaterializationError, materialize
 from agents.gencoord.verify import execute_and_verify
+from envs.minecraft.live.errors import BackendFailure
 
 FAIL_CODES = ("PARSE_FAILURE", "CONTRACT_REJECT", "RESOLUTION_CONFLICT",
               "MATERIALIZATION_FAILURE", "EXECUTION_FAILURE", "HANDOFF_FAILURE",
               "TERMINAL_FAILURE")
+# Infrastructure failures of a live world backend (server crash, bot timeout): not a protocol
+# outcome, so kept apart from FAIL_CODES; the live runtime restarts before the next episode.
+INFRA_CODES = ("SERVER_FAILURE",)
 FORWARD_CONDITIONS = ("true", "removed", "alternative")
 FEEDBACK_CONDITIONS = ("local", "correct", "counterfactual", "centralized")
 
@@ -45,7 +49,7 @@ class Fail:
   detail: str = ""
 
   def __post_init__(self):
-    if self.code not in FAIL_CODES:
+    if self.code not in FAIL_CODES + INFRA_CODES:
       raise ValueError(f"unknown failure code {self.code!r}")
 
 
@@ -104,8 +108,11 @@ def _alternative(ep: E.Episode) -> PeerRequest:
   return PeerRequest(ep.receiver, ep.branch(other).receiver_path)
 
 
-def _ground(rec: Record, c) -> None:
-  """Materialize -> compile -> execute -> verify for a resolved commitment (or a Conflict)."""
+def _ground(rec: Record, c, world=None) -> None:
+  """Materialize -> compile -> execute -> verify for a resolved commitment (or a Conflict).
+
+  world(ep) -> a fresh world for the episode; None means the simulator (`ep.layout.reset()`),
+  a live runtime passes `LiveRuntime.world_for`."""
   ep = rec.ep
   if isinstance(c, resolve.Conflict):
     rec.result = Fail("RESOLUTION_CONFLICT", c.reason)
@@ -115,7 +122,12 @@ def _ground(rec: Record, c) -> None:
   if isinstance(plan, MaterializationError):
     rec.result = Fail("MATERIALIZATION_FAILURE", plan.reason)
     return
-  outcome = execute_and_verify(plan, ep.layout.reset(), ep.terminal)
+  try:
+    outcome = execute_and_verify(plan, ep.layout.reset() if world is None else world(ep),
+                                 ep.terminal)
+  except BackendFailure as e:
+    rec.result = Fail("SERVER_FAILURE", str(e))
+    return
   rec.executor_actions = outcome.actions
   rec.handoff_verified = outcome.handoff_verified
   rec.result = (Success(c, plan) if outcome.status == "SUCCESS"
@@ -146,7 +158,7 @@ def _rest_of_sender_path(recs, firsts, backend) -> list:
 
 
 def run_forward(episodes, backend, condition: str = "true",
-                horizon: str = "multi") -> list[Record]:
+                horizon: str = "multi", world=None) -> list[Record]:
   """Algorithm S1 over a batch of episodes under a request condition.
 
   horizon="single" is the single-step controller: the sender's first call commits only its
@@ -206,11 +218,11 @@ def run_forward(episodes, backend, condition: str = "true",
       c = resolve.resolve_self_plans(q_snd, q_rcv, ep.sender, ep.receiver)
     else:
       c = resolve.resolve_forward(q_snd, q_rcv, ep.sender, ep.receiver)
-    _ground(rec, c)
+    _ground(rec, c, world)
   return recs
 
 
-def _direct(rec: Record, q: Proposal) -> None:
+def _direct(rec: Record, q: Proposal, world=None) -> None:
   """Commit a single proposal as is (requester-local and centralized conditions)."""
   ep = rec.ep
   tmpl = templates.get(ep.template)
@@ -218,11 +230,11 @@ def _direct(rec: Record, q: Proposal) -> None:
   c = resolve.join(resolve.normalize_path(q.self_plan, ep.sender),
                    resolve.normalize_path(q.peer_requests[0].requested_plan, ep.receiver),
                    ep.sender, ep.receiver, "direct", binding=b)
-  _ground(rec, c)
+  _ground(rec, c, world)
 
 
 def run_feedback(episodes, backend, condition: str = "correct",
-                 response_override=None) -> list[Record]:
+                 response_override=None, world=None) -> list[Record]:
   """Algorithm S2 over a batch of Goal x Capability episodes.
 
   response_override(response, episode) -> response replaces the policy's answer (tests use it
@@ -251,7 +263,7 @@ def run_feedback(episodes, backend, condition: str = "correct",
       continue
     rec.wire_bytes = len(request_line(q0).encode())
     if condition in ("local", "centralized"):
-      _direct(rec, q0)
+      _direct(rec, q0, world)
       continue
     tmpl = templates.get(ep.template)
     args = (tmpl, q0.peer_requests[0], ep.sender, ep.receiver, ep.peer_mode)
@@ -284,5 +296,5 @@ def run_feedback(episodes, backend, condition: str = "correct",
       continue
     c = resolve.resolve_feedback(templates.get(ep.template), q0, rho, q1, ep.sender,
                                  ep.receiver)
-    _ground(rec, c)
+    _ground(rec, c, world)
   return recs

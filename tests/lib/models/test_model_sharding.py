@@ -37,6 +37,15 @@ CHECK = textwrap.dedent("""
     np.testing.assert_array_equal(np.asarray(out.tokens), np.asarray(ref.tokens))
     np.testing.assert_allclose(np.asarray(out.logprobs), np.asarray(ref.logprobs), atol=1e-3)
     np.testing.assert_array_equal(np.asarray(out.lengths), np.asarray(ref.lengths))
+    # load_pretrained(mesh=...) places each tensor straight onto its sharding.
+    import tempfile
+    with tempfile.TemporaryDirectory() as ckpt:
+      models.save_pretrained(model, models.preset("qwen3-tiny"), ckpt)
+      loaded, _ = models.load_pretrained(ckpt, mesh=mesh)
+    up = loaded.layers[1].mlp.up_proj.kernel[...]
+    assert up.sharding.spec == jax.sharding.PartitionSpec(None, "model"), up.sharding
+    np.testing.assert_allclose(np.asarray(forward(loaded, sharded_ids, sharded_mask)), ref_logits,
+                               rtol=1e-4, atol=1e-3)
     print("SHARDING-OK")
 """)
 

@@ -122,7 +122,7 @@ def test_logits_match_transformers(checkpoints, variant, chunk):
   ours = np.asarray(_forward(model, jnp.asarray(ids), jnp.asarray(mask)))
   want = _torch_logits(hf_model, ids, mask)
   real = mask.astype(bool)
-  assert np.abs(want[real]).std() > 0.2  # the check below is not vacuous
+  assert want[real].std() > 0.2  # the check below is not vacuous
   np.testing.assert_allclose(ours[real], want[real], atol=1e-4, rtol=0)
   # Left padding is invisible: the padded row equals the same tokens run alone.
   alone = np.asarray(_forward(model, jnp.asarray(ids[1:, 9:]), jnp.ones((1, 71), jnp.int32)))

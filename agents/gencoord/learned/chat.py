@@ -1,0 +1,45 @@
+"""Chat rendering of an agent's model-visible local context (the prompt of every learned backend).
+
+system: the shared executable prior K that every agent holds -- skill catalog with its typed
+        schema (required | optional keys) and the Short DSL answer grammar.
+user:   this agent's local context x_i: stage, decision agent, peer, local observation, history,
+        incoming message (delivered REQ or bounded response) and the public task structure of
+        the episode's template in its visibility view (Full DAG / Skeleton / Node-only), as
+        rendered by `agents.gencoord.prompt.render`.
+The messages go through the tokenizer's chat template (`lib.tokenizer.render_chat`) for the Flax
+sampler and unchanged to OpenAI-compatible endpoints, so every backend reads the same input.
+"""
+import functools
+
+from agents.gencoord import prompt, skills
+from agents.gencoord.episode import LocalContext
+
+_GRAMMAR = "reply: SELF <task> > ... | SELF -, newline, REQ <peer> <task> > ... | REQ -"
+_SURFACE_NOTE = {
+    "dsl": _GRAMMAR,
+    "json": "reply: JSON {self: [{skill, args}], req: {target, plan} | null}",
+    "freeform": "reply: plain sentences, what you will do, then what you ask the peer",
+    "factor": "reply: the binding code of the active branch",
+}
+
+
+@functools.lru_cache(maxsize=None)
+def system_prompt(surface: str = "dsl") -> str:
+  """K: skill catalog and typed schema (shared, identical for every agent and episode)."""
+  if surface not in _SURFACE_NOTE:
+    raise ValueError(f"unknown surface {surface!r}; valid: {sorted(_SURFACE_NOTE)}")
+  catalog = " ".join(f"{name}({','.join(s.required)}|{','.join(k for k in s.optional)})"
+                     for name, s in sorted(skills.SCHEMAS.items()))
+  return f"skills (required|optional): {catalog}\n{_SURFACE_NOTE[surface]}"
+
+
+def messages(ctx: LocalContext, surface: str = "dsl") -> list[dict]:
+  """The conversation a learned backend answers for one local context."""
+  return [{"role": "system", "content": system_prompt(surface)},
+          {"role": "user", "content": prompt.render(ctx)}]
+
+
+def prompt_text(tokenizer, ctx: LocalContext, surface: str = "dsl") -> str:
+  """messages(ctx) through the tokenizer's chat template, ending with the assistant opener."""
+  from lib.tokenizer import render_chat
+  return render_chat(tokenizer, messages(ctx, surface), add_generation_prompt=True)

@@ -1,0 +1,49 @@
+"""Learned backends as training recipes: which supervision rows, on which surface, for which loop.
+
+Row counts per seed follow Table S6 (480 training clusters x 2 role views):
+  direct_dsl    960 sender_initial + 960 receiver_after_request, Short DSL targets
+  factor        the same stages, targets are the binding code (Factor-Code + Rule)
+  json          the same stages, JSON targets
+  freeform      the same stages, controlled natural-language targets (shared extractor)
+  single_step   960 sender_initial (first step + REQ) + 960 sender_after_obtain + 960 receiver
+  requester     Goal x Capability: 320 requester_initial + 320 requester_after_response
+  centralized   Goal x Capability: 320 centralized rows on the merged views
+"""
+import dataclasses
+
+from agents.gencoord import data, suites
+
+
+@dataclasses.dataclass(frozen=True)
+class Recipe:
+  name: str
+  surface: str          # dsl / json / freeform / factor: what the model writes
+  protocol: str         # forward / feedback: the closed loop it serves
+  horizon: str = "multi"
+  train_suite: str = "train"
+
+  def rows(self) -> list:
+    eps = suites.suite(self.train_suite)
+    if self.protocol == "forward":
+      return data.forward_rows(eps, self.surface, self.horizon)
+    rows = data.capability_rows(eps, self.surface, centralized=self.name == "centralized")
+    stages = ("centralized",) if self.name == "centralized" else (
+        "requester_initial", "requester_after_response")
+    return [r for r in rows if r.stage in stages]
+
+
+RECIPES = {r.name: r for r in (
+    Recipe("direct_dsl", "dsl", "forward"),
+    Recipe("factor", "factor", "forward"),
+    Recipe("json", "json", "forward"),
+    Recipe("freeform", "freeform", "forward"),
+    Recipe("single_step", "dsl", "forward", horizon="single"),
+    Recipe("requester", "dsl", "feedback", train_suite="capability_train"),
+    Recipe("centralized", "dsl", "feedback", train_suite="capability_train"),
+)}
+
+
+def get(name: str) -> Recipe:
+  if name not in RECIPES:
+    raise KeyError(f"unknown recipe {name!r}; valid: {', '.join(sorted(RECIPES))}")
+  return RECIPES[name]

@@ -1,0 +1,153 @@
+// Mineflayer bot driver: one process, one bot per workcell agent, on 127.0.0.1.
+//
+//   node bots.js <port> <speed>      (speed: blocks moved per 50 ms physics tick)
+// Control channel (channel.js, two inherited pipes), one request at a time per agent:
+//   connect {agents}            log every agent in and wait for it to spawn
+//   sync {agent, pos}           wait until the bot has taken a server teleport to pos=[x,z]
+//   act {agent, action, target} run one simulator action (see ACTIONS)
+//   quit {}                     disconnect every bot
+// Movement and digging are real client calls (position packets, block digging); handoff,
+// crafting, chests, site building and furnaces are `/wc` commands the workcell plugin runs.
+const mineflayer = require('mineflayer')
+const { Vec3 } = require('vec3')
+const { serve } = require('./channel')
+
+const port = parseInt(process.argv[2], 10)
+const speed = parseFloat(process.argv[3] || '1.0')
+const SPAWN_TIMEOUT_MS = 20000
+const REPLY_TIMEOUT_MS = 10000
+const MAX_TICKS = 2400 // bound on any single movement or wait (2 minutes of game time)
+const bots = {}
+let seq = 0
+
+function timeout (ms, what) {
+  let timer
+  const p = new Promise((resolve, reject) => { timer = setTimeout(() => reject(new Error(`timeout: ${what}`)), ms) })
+  p.clear = () => clearTimeout(timer)
+  return p
+}
+
+async function login (name) {
+  const bot = mineflayer.createBot({ host: '127.0.0.1', port, username: name, version: '1.21.4', auth: 'offline', hideErrors: true })
+  bot.pending = new Map()
+  bot.on('messagestr', (msg) => {
+    if (!msg.startsWith('WC#')) return
+    const reply = JSON.parse(msg.slice(3))
+    const waiter = bot.pending.get(reply.seq)
+    if (waiter) { bot.pending.delete(reply.seq); waiter(reply) }
+  })
+  bot.on('end', () => { bot.ended = true })
+  bot.on('error', () => {})
+  const t = timeout(SPAWN_TIMEOUT_MS, `${name} spawn`)
+  try {
+    await Promise.race([new Promise((resolve, reject) => {
+      bot.once('spawn', resolve)
+      bot.once('end', (why) => reject(new Error(`${name} disconnected before spawn: ${why}`)))
+    }), t])
+  } finally { t.clear() }
+  bots[name] = bot
+  return bot
+}
+
+async function botFor (name) {
+  const bot = bots[name]
+  if (bot && !bot.ended) return bot
+  let last // reconnect a dropped bot, a bounded number of times
+  for (let i = 0; i < 3; i++) {
+    try { return await login(name) } catch (e) { last = e }
+  }
+  throw last
+}
+
+async function command (bot, op, args) {
+  const s = ++seq
+  const t = timeout(REPLY_TIMEOUT_MS, `/wc ${op}`)
+  try {
+    const reply = await Promise.race([new Promise((resolve) => {
+      bot.pending.set(s, resolve)
+      bot.chat(`/wc ${op} ${JSON.stringify({ ...args, seq: s })}`)
+    }), t])
+    if (!reply.ok) throw Object.assign(new Error(reply.error), { refused: true })
+    return reply.result
+  } finally { t.clear(); bot.pending.delete(s) }
+}
+
+async function moveTo (bot, x, z) { // straight-line walk on the flat build area
+  for (let i = 0; i < MAX_TICKS; i++) {
+    const d = new Vec3(x - bot.entity.position.x, 0, z - bot.entity.position.z)
+    const dist = Math.hypot(d.x, d.z)
+    if (dist < 0.05) break
+    bot.entity.position = bot.entity.position.plus(d.scaled(Math.min(dist, speed) / dist))
+    bot.entity.velocity = new Vec3(0, 0, 0)
+    await bot.lookAt(new Vec3(x, bot.entity.position.y + 1.6, z), true)
+    await bot.waitForTicks(1)
+  }
+  await bot.waitForTicks(1) // the last position packet precedes any later command
+}
+
+async function mine (bot, a) {
+  const { pos } = await command(bot, 'can_mine', { source: a.source, count: a.count })
+  const at = new Vec3(pos[0], pos[1], pos[2])
+  for (let k = 0; k < a.count; k++) {
+    let block = bot.blockAt(at)
+    for (let w = 0; w < 100 && (!block || block.name === 'air'); w++) { // the plugin regrows it
+      await bot.waitForTicks(1)
+      block = bot.blockAt(at)
+    }
+    if (!block || block.name === 'air') throw new Error(`source block at ${at} did not regrow`)
+    await bot.dig(block, 'ignore')
+  }
+}
+
+const ACTIONS = {
+  Navigate: (bot, a, target) => moveTo(bot, target[0], target[1]),
+  NavigateToAgent: (bot, a, target) => moveTo(bot, target[0], target[1]),
+  Mine: (bot, a) => mine(bot, a),
+  Craft: (bot, a) => command(bot, 'craft', { item: a.item, times: a.times }),
+  Toss: (bot, a) => command(bot, 'toss', { item: a.item, count: a.count }),
+  PickUp: (bot) => command(bot, 'pick_up', {}),
+  OpenChest: (bot, a) => command(bot, 'open_chest', { chest: a.chest }),
+  Deposit: (bot, a) => command(bot, 'deposit', { chest: a.chest, item: a.item, count: a.count }),
+  Withdraw: (bot, a) => command(bot, 'withdraw', { chest: a.chest, item: a.item, count: a.count }),
+  Place: (bot, a) => command(bot, 'place', { site: a.site, component: a.component, item: a.item, count: a.count }),
+  FurnaceLoad: (bot, a) => command(bot, 'furnace_load', { furnace: a.furnace, slot: a.slot, item: a.item, count: a.count }),
+  FurnaceCollect: (bot, a) => command(bot, 'furnace_collect', { furnace: a.furnace, count: a.count }),
+  Wait: (bot, a) => bot.waitForTicks(Math.max(0, Math.min(a.ticks, MAX_TICKS)))
+}
+
+serve({
+  async connect (req) {
+    for (const name of req.agents) await botFor(name)
+    return { agents: Object.keys(bots), modes: Object.values(bots).map(b => b.game.gameMode) }
+  },
+  async sync (req) {
+    const bot = await botFor(req.agent)
+    for (let i = 0; i < 200; i++) {
+      const p = bot.entity.position
+      if (Math.hypot(p.x - req.pos[0], p.z - req.pos[1]) < 0.5) return { ok: true }
+      await bot.waitForTicks(1)
+    }
+    throw new Error(`${req.agent} did not take the teleport to ${req.pos}`)
+  },
+  async act (req) {
+    const bot = await botFor(req.agent)
+    const run = ACTIONS[req.action.type]
+    if (!run) throw new Error(`unknown action ${req.action.type}`)
+    try {
+      return { result: (await run(bot, req.action, req.target)) || null }
+    } catch (e) {
+      if (e.refused) return { refused: e.message } // the world said no: an ActionError in Python
+      throw e
+    }
+  },
+  async drop (req) { // tests: cut a bot's connection to exercise reconnect
+    const bot = bots[req.agent]
+    if (bot) { bot.end('test drop'); bot.ended = true }
+    return {}
+  },
+  async quit () {
+    for (const bot of Object.values(bots)) bot.end('quit')
+    setTimeout(() => process.exit(0), 100)
+    return {}
+  }
+}, () => process.exit(0))

@@ -1,0 +1,107 @@
+"""End to end (SCRIPTED policy): conpact_eval on Sokoban, comparator vs independent labels,
+state injection, and ConPAct-R/S curation of the logged trajectories."""
+import json
+import os
+
+import pytest
+
+from agents.conpact import compare, curate, schemas, textenv
+from configs import conpact_scripted
+from experiments import conpact_eval
+from lib import tokenizer as tokenizer_lib
+
+KEEP = ("assertion", "assertion+true_facts", "conpact_i", "react")
+
+
+def small_config():
+  c = conpact_scripted.get_config("debug=True")
+  c.envs = ["sokoban"]
+  c.instances = 3
+  c.rollouts = 2
+  c.scripted.noise = {"perception": 0.4, "recheck_miss": 0.1}
+  c.conditions = [x for x in c.conditions if x["name"] in KEEP]
+  return c
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+  d = str(tmp_path_factory.mktemp("conpact"))
+  conpact_eval.run(small_config(), d)
+  return d
+
+
+def load(d):
+  with open(os.path.join(d, "summary.json")) as f:
+    return json.load(f)["summary"]
+
+
+def test_comparator_precision_recall_and_injection(run_dir):
+  s = load(run_dir)
+  comp = {r["condition"]: r for r in s["comparator"]}
+  for name in ("assertion", "conpact_i"):
+    assert comp[name]["tp"] > 0  # contradictions really were injected
+    assert comp[name]["precision"] == 1.0 and comp[name]["recall"] == 1.0
+  rows = {r["condition"]: r for r in s["table"]}
+  assert rows["assertion+true_facts"]["D_step"] == 0.0 < rows["assertion"]["D_step"]
+  assert rows["assertion+true_facts"]["actor_correct"] == 1.0
+  assert rows["assertion+true_facts"]["success"] >= rows["assertion"]["success"]
+  assert rows["conpact_i"]["discussion_rate"] == 1.0
+  md = open(os.path.join(run_dir, "summary.md")).read()
+  assert "SCRIPTED" in md and "Table 18 layout" in md
+  assert rows["react"]["checks"] == 0
+
+
+def test_labels_catch_a_broken_comparator(run_dir, monkeypatch, tmp_path):
+  """Negative control: a comparator that ignores one field must lose recall."""
+  real = compare.contradictions
+  monkeypatch.setattr(compare, "contradictions",
+                      lambda p, a, s: [c for c in real(p, a, s) if c.field != "boxes"])
+  c = small_config()
+  c.conditions = [x for x in c.conditions if x["name"] == "assertion"]
+  conpact_eval.run(c, str(tmp_path))
+  comp = load(str(tmp_path))["comparator"][0]
+  assert comp["fn"] > 0 and comp["recall"] < 1.0
+
+
+def test_curation_targets_are_valid_and_conflicts_stay_context(run_dir, tmp_path):
+  with open(os.path.join(run_dir, "results.jsonl")) as f:
+    rows = [json.loads(l) for l in f]
+  sch, task = schemas.get("sokoban"), textenv.task("sokoban")
+  ours = [r for r in rows if r["condition"] == "conpact_i"]
+  full = curate.curate(ours, sch, task.action_names, curate.CurateConfig(success_only=False))
+  sources = {ex["source"] for ex in full}
+  assert {"consistent", "reconciliation", "replay"} <= sources
+  for ex in full:
+    assert ex["messages"][-1]["role"] == "user"
+    if ex["source"] == "reconciliation":
+      assert ex["messages"][-2]["role"] == "assistant"  # conflicting reply kept as context
+      assert ex["messages"][-1]["content"].startswith("CONFLICT:")
+    if ex["source"] == "replay":
+      assert not any(m["role"] == "assistant" for m in ex["messages"])
+  no_sup = curate.curate(ours, sch, task.action_names,
+                         curate.CurateConfig(reconciliation_supervision=False, success_only=False))
+  assert "reconciliation" not in {ex["source"] for ex in no_sup}
+  # a conflicted check's original replies are never targets under consistency filtering
+  conflicted_texts = set()
+  for r in ours:
+    calls = [e for e in r["transcript"] if e["type"] == "call"]
+    for rec in r["agent"]["records"]:
+      if rec["kind"] == "pair" and rec["conflicts"]:
+        wrong = [role for role in ("planner", "actor")
+                 if any(rec[role]["values"].get(k) != rec["truth"][k]
+                        for k in rec["truth"] if rec[role]["values"].get(k) is not None)]
+        conflicted_texts |= {calls[rec["calls"][role]]["text"] for role in wrong}
+  assert conflicted_texts and not conflicted_texts & {ex["target"] for ex in full}
+
+  tok = tokenizer_lib.train_tokenizer([ex["target"] for ex in full] * 2, 400, tmp_path / "tok")
+  batch = curate.sft_batch(full[:4], tok, max_len=2048)
+  for i, ex in enumerate(full[:4]):
+    ids = batch["input_ids"][i][batch["loss_mask"][i] == 1].tolist()
+    assert tok.decode(ids) == ex["target"] + tokenizer_lib.IM_END
+  count = lambda ex: len(curate.tokenize(ex, tok)[0])
+  react = curate.react_reference([r for r in rows if r["condition"] == "react"], sch,
+                                 task.action_names)
+  budget = curate.reference_budget(react, count, epochs=3)
+  picked = curate.match_budget(full, budget, count, seed=0)
+  used = sum(count(ex) for ex in picked)
+  assert used <= budget and budget - used < max(count(ex) for ex in full)

@@ -1,0 +1,60 @@
+"""Chat rendering of local contexts and the DSL-aware tokenizer."""
+import pytest
+
+from agents.gencoord import data, episode as E, prompt, suites
+from agents.gencoord.learned import chat, tokenizer as dsl_tokenizer
+from lib import tokenizer as tokenizer_lib
+
+
+@pytest.fixture(scope="module")
+def rows():
+  return data.forward_rows(suites.forward("heldout")[:8])
+
+
+@pytest.fixture(scope="module")
+def tok(rows, tmp_path_factory):
+  texts = [chat.system_prompt() + "\n" + r.prompt + "\n" + r.target for r in rows]
+  return dsl_tokenizer.train_dsl_tokenizer(texts, 600, tmp_path_factory.mktemp("tok"))
+
+
+def test_messages_hold_prior_and_local_context(rows):
+  snd, rcv = rows[0], rows[1]
+  m = chat.messages(snd.context)
+  assert [x["role"] for x in m] == ["system", "user"]
+  for skill in ("resource.obtain(", "craft.item(", "build.component("):
+    assert skill in m[0]["content"]
+  assert m[1]["content"] == prompt.render(snd.context)
+  assert snd.binding in m[1]["content"]                      # sender sees its private binding
+  rcv_user = chat.messages(rcv.context)[1]["content"]
+  assert "active_binding" not in rcv_user and "incoming: REQ" in rcv_user
+  # The structure view changes the rendered prior, nothing else does.
+  ep = suites.visibility("node_only")[0]
+  full = chat.messages(E.sender_context(suites.visibility("full")[0]))[1]["content"]
+  node = chat.messages(E.sender_context(ep))[1]["content"]
+  assert full != node and "<-" in full and "<-" not in node
+
+
+def test_chat_template_and_surface_notes(tok, rows):
+  text = chat.prompt_text(tok, rows[0].context)
+  assert text.startswith("<|im_start|>system\n") and text.endswith("<|im_start|>assistant\n")
+  assert "<|im_start|>user\n" + prompt.render(rows[0].context) + "<|im_end|>" in text
+  assert chat.system_prompt("json") != chat.system_prompt("dsl")
+  with pytest.raises(ValueError):
+    chat.system_prompt("morse")
+
+
+def test_tokenizer_round_trip_and_shorter_dsl(tok, rows, tmp_path):
+  for r in rows:
+    for s in (r.prompt, r.target, "unseen text ünïcode (x=1,y=2) {}"):
+      assert tok.decode(tok.encode(s, add_special_tokens=False)) == s
+  # Independent peer: lib.tokenizer's GPT-2-regex BPE trained on the same texts.
+  texts = [chat.system_prompt() + "\n" + r.prompt + "\n" + r.target for r in rows]
+  gpt2 = tokenizer_lib.train_tokenizer(texts, 600, tmp_path / "gpt2")
+  ours = sum(len(tok.encode(r.target)) for r in rows)
+  theirs = sum(len(gpt2.encode(r.target)) for r in rows)
+  assert ours * 2 < theirs
+  again = tokenizer_lib.load_tokenizer(tok.name_or_path)
+  assert again.encode(rows[0].target) == tok.encode(rows[0].target)
+  assert tok.eos_token == "<|im_end|>" and tok.pad_token == "<|endoftext|>"
+  with pytest.raises(ValueError):
+    dsl_tokenizer.train_dsl_tokenizer(texts, 100, tmp_path / "small")

@@ -1,0 +1,53 @@
+"""Recipes (Table S6 / S17 row counts) and SFT arrays with target-only loss masks."""
+import numpy as np
+import pytest
+
+from agents.gencoord import data
+from agents.gencoord.learned import chat, recipes, sft_rows, tokenizer as dsl_tokenizer
+
+
+@pytest.mark.parametrize("name,counts", [
+    ("direct_dsl", {"sender_initial": 960, "receiver_after_request": 960}),
+    ("factor", {"sender_initial": 960, "receiver_after_request": 960}),
+    ("single_step", {"sender_initial": 960, "sender_after_obtain": 960,
+                     "receiver_after_request": 960}),
+    ("requester", {"requester_initial": 320, "requester_after_response": 320}),
+    ("centralized", {"centralized": 320}),
+])
+def test_recipe_row_counts_and_validity(name, counts):
+  rows = recipes.get(name).rows()
+  got = {}
+  for r in rows:
+    got[r.stage] = got.get(r.stage, 0) + 1
+  assert got == counts
+  assert all(data.validate(r) for r in rows[::37])
+  assert {r.surface for r in rows} == {recipes.get(name).surface}
+
+
+def test_unknown_recipe():
+  with pytest.raises(KeyError, match="valid"):
+    recipes.get("telepathy")
+
+
+def test_loss_mask_covers_exactly_target_and_eos(tmp_path):
+  rows = recipes.get("direct_dsl").rows()[:24]
+  tok = dsl_tokenizer.train_dsl_tokenizer(
+      [chat.system_prompt() + r.prompt + r.target for r in rows], 500, tmp_path)
+  arr = sft_rows.encode_rows(rows, tok, "dsl")
+  assert arr["input_ids"].shape[1] % 16 == 0
+  eos = tok.convert_tokens_to_ids("<|im_end|>")
+  for i, r in enumerate(rows):
+    ids, mask = arr["input_ids"][i], arr["loss_mask"][i].astype(bool)
+    target = ids[mask].tolist()
+    assert target[-1] == eos and tok.decode(target[:-1]) == r.target
+    n = int(arr["attention_mask"][i].sum())
+    assert tok.decode(ids[:n][~mask[:n]].tolist()) == chat.prompt_text(tok, r.context)
+    assert not mask[n:].any() and int(mask.sum()) == arr["target_len"][i]
+  a = [b["input_ids"] for b in sft_rows.batches(arr, 8, epoch=1, seed=3)]
+  b = [b["input_ids"] for b in sft_rows.batches(arr, 8, epoch=1, seed=3)]
+  c = [b["input_ids"] for b in sft_rows.batches(arr, 8, epoch=2, seed=3)]
+  assert len(a) == 3 and all(np.array_equal(x, y) for x, y in zip(a, b))
+  assert not all(np.array_equal(x, y) for x, y in zip(a, c))
+  assert sorted(map(tuple, np.concatenate(a))) == sorted(map(tuple, arr["input_ids"]))
+  with pytest.raises(ValueError):
+    sft_rows.steps_per_epoch(4, 8)

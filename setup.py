@@ -29,6 +29,8 @@ ENVS = [
     "minigrid>=3.0,<4",
     "crafter>=1.8,<2",
     "cffi>=1.17",  # gym3 (Procgen's interface); procgen2 itself installs with --no-deps
+    "scienceworld>=1.2,<1.3",  # needs a Java 11+ runtime
+    "alfworld>=0.4,<0.5",  # brings textworld
 ]
 
 # Peers that tests and benchmarks compare against.

@@ -100,8 +100,10 @@ def run(config, workdir):
         out = loop.run(group, log)
         logging.info("%s/%s A=C=%d: %s", env, cond["name"], a,
                      {k: out[k] for k in ("run", "skipped", "steps")})
-      rows = [r for r in final_rows(log.rows(), KEY)
-              if r["env"] == env and r["condition"] == cond["name"]]
+      wanted = {i.instance_id for i in insts}  # a resumed log may hold rows of other instances
+      rows = [r for r in final_rows(log.rows(), KEY) if r["env"] == env
+              and r["condition"] == cond["name"] and r["instance"] in wanted
+              and r["rollout"] < config.rollouts]
       for r in rows:
         r["cluster"] = f"{env}/{r['instance']}"
       m = metrics.summarize(rows, k=config.rollouts, n_resamples=config.n_resamples,

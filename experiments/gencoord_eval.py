@@ -62,7 +62,25 @@ def run(config, workdir):
   log = ResultsLog(workdir, key=("condition", "episode_id"))
   runner = protocol.run_forward if config.protocol == "forward" else protocol.run_feedback
   writer = tb.writer(workdir)
-  for i, spec in enumerate(conditions):
+  # world="live": every episode executes on a flying-squid server with Mineflayer bots.
+  live = None
+  if config.get("world", "sim") == "live":
+    from envs.minecraft.live import eval_hooks
+    live = eval_hooks.open_runtime(config, workdir)
+  elif config.get("world", "sim") != "sim":
+    raise ValueError(f"config.world must be 'sim' or 'live', got {config.world!r}")
+  try:
+    _run_conditions(config, conditions, episodes, log, runner, live)
+  finally:
+    if live is not None:
+      live.close()
+  rows = log.rows()
+  log.close()
+  _report(config, workdir, conditions, episodes, rows, writer, live)
+
+
+def _run_conditions(config, conditions, episodes, log, runner, live):
+  for spec in conditions:
     todo = [ep for ep in episodes
             if not log.has({"condition": spec.name, "episode_id": ep.episode_id})]
     if not todo:
@@ -70,15 +88,19 @@ def run(config, workdir):
     backend = _make_backend(spec, config, todo)
     # Forward specs may name a commitment horizon ("multi" by default, or "single").
     extra = {"horizon": vars(spec).get("horizon", "multi")} if config.protocol == "forward" else {}
+    if live is not None:
+      extra["world"] = live.world_for
     for k in range(0, len(todo), config.batch):
       for rec in runner(todo[k:k + config.batch], backend, spec.condition, **extra):
         row = metrics.episode_row(rec)
         row["condition"] = spec.name
+        if live is not None:
+          row["world_s"] = live.episode_seconds.get(rec.ep.episode_id)
         log.append(json.loads(json.dumps(row, default=list)))
     logging.info("gencoord_eval: condition %s done (%d episodes)", spec.name, len(todo))
-  rows = log.rows()
-  log.close()
 
+
+def _report(config, workdir, conditions, episodes, rows, writer, live):
   by_condition = {s.name: [r for r in rows if r["condition"] == s.name]
                   for s in conditions}
   table = []
@@ -111,5 +133,9 @@ def run(config, workdir):
     fidelity = _field_fidelity(by_condition[counterfactual[0]], episodes)
     summary["field_fidelity"] = fidelity
     notes += "\n## Counterfactual feedback: commitment fields\n\n" + markdown_table(fidelity)
+  if live is not None:
+    from envs.minecraft.live import eval_hooks
+    summary["live"], live_notes = eval_hooks.timing_report(live)
+    notes += live_notes
   write_summary(workdir, summary, table, title=config.title, notes=notes)
   return summary

@@ -24,10 +24,12 @@ EXPERIMENTS: dict[str, str] = {
     "serve": "experiments.serve",
     "host_loop_bench": "experiments.host_loop_bench",
     "conpact_eval": "experiments.conpact_eval",
+    "conpact_train": "experiments.conpact_train",
     "bench_qwen3_5": "experiments.bench_qwen3_5",
     "wm_data": "experiments.wm_data",
     "wm_eval": "experiments.wm_eval",
     "wm_train": "experiments.wm_train",
+    "wm_demo": "experiments.wm_demo",
 }
 
 

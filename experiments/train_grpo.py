@@ -17,13 +17,14 @@ from lib.results import write_summary
 
 
 def make_reward_fn(c, group_size: int, key: jax.Array):
-  counter = iter(range(10**9))
+  """reward_fn(tokens, lengths) -> [B, G]; `key` (per iteration) drives the COIN draws, so a
+  resumed run draws the same coins as an uninterrupted one."""
   if c.kind == "first_token":
     return lambda tokens, lengths: (tokens[:, 0] == c.target_id).astype(np.float32).reshape(
         -1, group_size)
   if c.kind == "coin":
     return lambda tokens, lengths: np.asarray(rewards.coin_reward(
-        jax.random.fold_in(key, next(counter)), (len(tokens) // group_size, group_size), c.p))
+        key, (len(tokens) // group_size, group_size), c.p))
   raise ValueError(f"unknown reward kind {c.kind!r}; valid: first_token, coin")
 
 
@@ -48,11 +49,12 @@ def run(config, workdir):
   if start:  # the reference is the initial model, not the resumed one
     ref_params = train_loop.setup(config, tx, jax.random.fold_in(key, 0))[2].params
   trainer = grpo.GRPOTrainer(apply_fn, sample_fn, state, tx, cfg, ref_params=ref_params)
-  reward_fn = make_reward_fn(config.reward, cfg.group_size, jax.random.fold_in(key, 2))
   tokens_seen = int(meta.get("tokens_seen", 0))
   history = []
   for it in range(start, c.iterations):
     ids, mask = prompts(config.seed, it, c.prompts, c.prompt_len, vocab)
+    reward_fn = make_reward_fn(config.reward, cfg.group_size,
+                               jax.random.fold_in(jax.random.fold_in(key, 2), it))
     m = trainer.iteration(ids, mask, reward_fn, jax.random.fold_in(jax.random.fold_in(key, 1), it))
     tokens_seen += m["train_tokens"]
     m["tokens_seen"] = tokens_seen

@@ -8,7 +8,10 @@
   base.py        generator-based agents on the lib.llm.agent protocol, observation windows
   react.py       ReAct (+ assertion prompting), plan_act.py Plan-Act, self_refine.py, resample.py
   conpact_i.py   ConPAct-I: comparator-triggered discussion with the Table 18 ablation switches
+  methods.py     method name -> agent (react, self_refine, resample, plan_act, assertion, conpact_i)
+  routing.py     RoleRouter: planner and actor served by different backends
   scripted.py    scripted planner/actor with a seeded perception-noise model (mechanics only)
+  labels.py      independent contradiction labels (policy replay) for comparator precision/recall
   metrics.py     mismatch D, correctness, avg/pass@k, pass^k, cost metrics, cluster-bootstrap CIs
   curate.py      ConPAct-R/S SFT rows from logged trajectories
 """

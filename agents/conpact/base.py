@@ -13,7 +13,7 @@ the results row (metrics.py reads them back).
 import dataclasses
 from typing import Generator
 
-from agents.conpact import compare, parse, prompts, schemas
+from agents.conpact import parse, prompts, schemas
 from agents.conpact.textenv import Task
 from lib.llm.agent import Act, ModelRequest
 from lib.llm.backend import Completion, SamplingParams
@@ -139,7 +139,3 @@ class GeneratorAgent:
            **fields}
     self.records.append(rec)
     return rec
-
-
-def pair_check(planner: parse.Assertion, actor: parse.Assertion, schema) -> list:
-  return compare.contradictions(planner.values, actor.values, schema)

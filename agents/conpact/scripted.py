@@ -18,6 +18,7 @@ Assertions are written in varied surface forms (JSON or Python literals, tuples 
 `intended(messages, rng)` replays the structured assertion behind a reply -- the independent label
 source for the comparator's precision/recall.
 """
+import functools
 import json
 import re
 import types
@@ -55,6 +56,17 @@ def sokoban_grid(frame: str) -> np.ndarray:
   return np.array(rows, np.int8)
 
 
+@functools.lru_cache(maxsize=50_000)
+def _solve(level_bytes: bytes, shape: tuple[int, int]):
+  """BFS solution of a perceived board, cached: rollouts and conditions revisit the same boards."""
+  return solver.solve(np.frombuffer(level_bytes, np.int8).reshape(shape), max_states=20_000)
+
+
+def solve_board(board: dict):
+  lvl = sokoban_level(**board)
+  return None if lvl is None else _solve(lvl.tobytes(), lvl.shape)
+
+
 def _sokoban_state(walls, targets, boxes, player):
   return types.SimpleNamespace(walls=walls, targets=targets, boxes=boxes, player=np.array(player))
 
@@ -82,21 +94,22 @@ class SokobanPerception:
     return {"walls": walls, "targets": targets, "boxes": boxes, "player": player}
 
   def misread(self, board: dict, rng) -> dict:
-    """One box or the player read one column left or right (only onto free floor)."""
-    walls, boxes = board["walls"], board["boxes"].copy()
-    items = [("box", tuple(int(v) for v in b)) for b in np.argwhere(boxes)] + [("player", board["player"])]
-    kind, (r, c) = items[int(rng.integers(len(items)))]
-    dc = int(rng.choice([-1, 1]))
-    if not (0 <= c + dc < walls.shape[1]) or walls[r, c + dc] or boxes[r, c + dc] \
-        or (r, c + dc) == board["player"]:
-      dc = -dc
-      if not (0 <= c + dc < walls.shape[1]) or walls[r, c + dc] or boxes[r, c + dc] \
-          or (r, c + dc) == board["player"]:
-        return board
-    if kind == "box":
-      boxes[r, c], boxes[r, c + dc] = False, True
-      return {**board, "boxes": boxes}
-    return {**board, "player": (r, c + dc)}
+    """One box or the player read one column left or right, onto a cell that looks free (tries
+    the objects and sides in random order; unchanged only if nothing can shift)."""
+    walls, boxes, player = board["walls"], board["boxes"], board["player"]
+    items = [("box", tuple(int(v) for v in b)) for b in np.argwhere(boxes)] + [("player", player)]
+    options = [(kind, cell, dc) for kind, cell in items for dc in (-1, 1)]
+    for j in rng.permutation(len(options)):
+      kind, (r, c), dc = options[j]
+      if not 0 <= c + dc < walls.shape[1] or walls[r, c + dc] or boxes[r, c + dc] \
+          or (r, c + dc) == player:
+        continue
+      if kind == "player":
+        return {**board, "player": (r, c + dc)}
+      moved = boxes.copy()
+      moved[r, c], moved[r, c + dc] = False, True
+      return {**board, "boxes": moved}
+    return board
 
   def facts(self, board: dict) -> dict:
     st = _sokoban_state(board["walls"], board["targets"], board["boxes"], board["player"])
@@ -124,15 +137,13 @@ class SokobanPerception:
 
   def act(self, board: dict, rng, mission: str) -> str:
     del mission
-    lvl = sokoban_level(**board)
-    sol = solver.solve(lvl, max_states=20_000) if lvl is not None else None
+    sol = solve_board(board)
     if sol is None or not sol.solvable or not sol.actions:
       return MOVES[int(rng.integers(4))]
     return MOVES[sol.actions[0]]
 
   def subgoal(self, board: dict, rng) -> str:
-    lvl = sokoban_level(**board)
-    sol = solver.solve(lvl, max_states=20_000) if lvl is not None else None
+    sol = solve_board(board)
     if sol is None or not sol.solvable:
       return "free a box that is not stuck"
     return "moves: " + ", ".join(MOVES[a] for a in sol.actions[:4])

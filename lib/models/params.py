@@ -106,7 +106,7 @@ def load_pretrained(path, dtype="float32", mesh: jax.sharding.Mesh | None = None
   shardings = {}
   if mesh is not None:
     named = sharding_lib.param_shardings(state, mesh)
-    shardings = {k: v for k, (_, v) in _flat_params(named).items()}
+    shardings = {k: v.get_value() for k, (_, v) in _flat_params(named).items()}
   values, unexpected, mismatched = {}, [], []
   for hf_key, tensor in _iter_tensors(path):
     ours, transpose = hf_to_ours(hf_key)

@@ -130,22 +130,11 @@ def _config(train_path, condition, steps):
   return c
 
 
-@pytest.fixture
-def compile_cache(tmp_path):
-  """Repeated runs in one test re-jit identical programs; a persistent cache shares them."""
-  old = (jax.config.jax_compilation_cache_dir, jax.config.jax_persistent_cache_min_compile_time_secs)
-  jax.config.update("jax_compilation_cache_dir", str(tmp_path / "jax_cache"))
-  jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-  yield
-  jax.config.update("jax_compilation_cache_dir", old[0])
-  jax.config.update("jax_persistent_cache_min_compile_time_secs", old[1])
-
-
 def _params(workdir):
   return load_file(os.path.join(workdir, "hf", "model.safetensors"))
 
 
-def test_grpo_resume_matches_uninterrupted_run(tmp_path, compile_cache):
+def test_grpo_resume_matches_uninterrupted_run(tmp_path):
   path = str(tmp_path / "train.jsonl")
   data.save_jsonl(path, _samples())
   full = wm_train.run(_config(path, "GT-PERM", 2), str(tmp_path / "full"))
@@ -175,3 +164,23 @@ def test_opsd_mis_trains_on_the_next_state_span(tmp_path):
   assert out["trainer"] == "opsd" and out["target"] == "mis" and out["steps"] == 1
   assert out["signal_first"] > 0                            # student-teacher JSD
   assert os.path.exists(tmp_path / "opsd" / "hf" / "tokenizer.json")
+
+
+def test_configs_resolve_and_sweep_every_condition():
+  from configs import common, wm_demo as wm_demo_config
+  from experiments import registry
+  from lib import grpo, opsd
+  for module in (wm_train_config, wm_demo_config):
+    for arg in ("debug=True", None):
+      assert module.get_config(arg).experiment in registry.names()
+    with pytest.raises(common.ConfigArgError):
+      module.get_config("no_such_arg=1")
+  points = []
+  wm_train_config.sweep(lambda **kw: points.append(kw))
+  assert sorted(p["condition"] for p in points) == sorted(conditions.CONDITIONS)
+  c = wm_train_config.get_config(None)
+  assert grpo.GRPOConfig.from_config(c.grpo).group_size == 8
+  assert opsd.OPSDConfig.from_config(c.opsd).alpha == 0.5
+  demo = wm_demo_config.get_config(None)
+  assert set(demo.conditions) <= set(conditions.CONDITIONS)
+  assert demo.train_template.embedder.kind == "lexical" and "CPU" in demo.scale_label

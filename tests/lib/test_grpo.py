@@ -1,7 +1,9 @@
 """lib/grpo.py: GRPO on a toy verifiable task with the tiny Qwen3 and the jitted sampler."""
 import jax
 import jax.numpy as jnp
+import jax.numpy as jnp
 import numpy as np
+import pytest
 from flax import nnx
 
 from lib import grpo, models, optim
@@ -15,14 +17,21 @@ def first_token_prob(apply_fn, params, prompt_ids, prompt_mask):
   return float(jax.nn.softmax(logits, -1)[:, TARGET].mean())
 
 
-def make_trainer(lr=1e-2, **cfg):
+@pytest.fixture(scope="module")
+def tiny():
+  """Model, apply_fn and sampler shared by the tests, so the sampler compiles once."""
   model = models.build(models.preset("qwen3-tiny", vocab_size=32), rngs=nnx.Rngs(0))
   apply_fn, params = nnx_apply_fn(model)
-  tx = optim.adamw(lr=lr, total_steps=100, schedule="constant", weight_decay=0.0)
   sample_fn = grpo.nnx_sample_fn(model, max_new_tokens=3, temperature=1.0)
-  config = grpo.GRPOConfig(group_size=8, minibatch_prompts=8, **cfg)
-  return apply_fn, grpo.GRPOTrainer(apply_fn, sample_fn, TrainState.create(params, tx), tx,
-                                    config)
+  return apply_fn, params, sample_fn
+
+
+def make_trainer(tiny, lr=1e-2, **cfg):
+  apply_fn, params, sample_fn = tiny
+  tx = optim.adamw(lr=lr, total_steps=100, schedule="constant", weight_decay=0.0)
+  config = grpo.GRPOConfig(**{"group_size": 8, "minibatch_prompts": 8, **cfg})
+  state = TrainState.create(jax.tree.map(jnp.copy, params), tx)
+  return apply_fn, grpo.GRPOTrainer(apply_fn, sample_fn, state, tx, config)
 
 
 def prompts(rng, b=8):
@@ -34,9 +43,9 @@ def first_token_reward(tokens, lengths):
   return (tokens[:, 0] == TARGET).astype(np.float32).reshape(-1, 8)
 
 
-def test_grpo_raises_reward_on_first_token_task():
+def test_grpo_raises_reward_on_first_token_task(tiny):
   """Reward 1 when the first generated token is TARGET (p ~ 1/32 at init)."""
-  apply_fn, trainer = make_trainer()
+  apply_fn, trainer = make_trainer(tiny)
   rng = np.random.default_rng(0)
   eval_ids, eval_mask = prompts(np.random.default_rng(123), 16)
   p_before = first_token_prob(apply_fn, trainer.state.params, eval_ids, eval_mask)
@@ -60,3 +69,16 @@ def test_grpo_raises_reward_on_first_token_task():
   assert {"clip_frac", "ref_kl", "entropy", "tokens_per_s", "response_len_mean"} <= set(m)
 
 
+
+
+def test_update_epochs_and_minibatches_go_off_policy(tiny):
+  """2 epochs x 2 minibatches of 4 whole groups, 2 micro-batches each: 4 optimizer steps; every
+  step after the first sees samples from an older policy (ratio != 1)."""
+  _, trainer = make_trainer(tiny, update_epochs=2, minibatch_prompts=4, micro_batch=16)
+  ids, mask = prompts(np.random.default_rng(5))
+  rewards = lambda tokens, lengths: np.tile(np.arange(8, dtype=np.float32), (8, 1))
+  m = trainer.iteration(ids, mask, rewards, jax.random.key(0))
+  assert int(trainer.state.step) == 4
+  assert m["approx_kl"] != 0.0 and m["ratio_mean"] != 1.0
+  with pytest.raises(ValueError, match="do not split"):
+    make_trainer(tiny, minibatch_prompts=3)[1].iteration(ids, mask, rewards, jax.random.key(1))

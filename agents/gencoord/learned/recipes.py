@@ -8,6 +8,7 @@ Row counts per seed follow Table S6 (480 training clusters x 2 role views):
   single_step   960 sender_initial (first step + REQ) + 960 sender_after_obtain + 960 receiver
   requester     Goal x Capability: 320 requester_initial + 320 requester_after_response
   centralized   Goal x Capability: 320 centralized rows on the merged views
+  composition   Direct Short DSL on the 60 seen binding cross-products (120 + 120 rows)
 """
 import dataclasses
 
@@ -40,6 +41,8 @@ RECIPES = {r.name: r for r in (
     Recipe("single_step", "dsl", "forward", horizon="single"),
     Recipe("requester", "dsl", "feedback", train_suite="capability_train"),
     Recipe("centralized", "dsl", "feedback", train_suite="capability_train"),
+    # Composition: trained on the 60 seen cross-product cases, evaluated on the 60 unseen.
+    Recipe("composition", "dsl", "forward", train_suite="cross_product_seen"),
 )}
 
 

@@ -90,12 +90,12 @@ async function mine (bot, a) {
   const at = new Vec3(pos[0], pos[1], pos[2])
   for (let k = 0; k < a.count; k++) {
     let block = bot.blockAt(at)
-    for (let w = 0; w < 100 && (!block || block.name === 'air'); w++) { // the plugin regrows it
+    for (let w = 0; w < 100 && (!block || block.name === 'air'); w++) { // the server re-sends it
       await bot.waitForTicks(1)
       block = bot.blockAt(at)
     }
-    if (!block || block.name === 'air') throw new Error(`source block at ${at} did not regrow`)
-    await bot.dig(block, 'ignore')
+    if (!block || block.name === 'air') throw new Error(`source block at ${at} was not re-sent`)
+    await bot.dig(block, 'ignore') // resolves once the client has removed the block locally
   }
 }
 
@@ -124,7 +124,12 @@ serve({
     const bot = await botFor(req.agent)
     for (let i = 0; i < 200; i++) {
       const p = bot.entity.position
-      if (Math.hypot(p.x - req.pos[0], p.z - req.pos[1]) < 0.5) return { ok: true }
+      if (Math.hypot(p.x - req.pos[0], p.z - req.pos[1]) < 0.5) {
+        // re-send where the bot stands: a packet sent before the teleport may have landed after it
+        bot.entity.position = new Vec3(req.pos[0], p.y, req.pos[1] + 0.001)
+        await bot.waitForTicks(2)
+        return { ok: true }
+      }
       await bot.waitForTicks(1)
     }
     throw new Error(`${req.agent} did not take the teleport to ${req.pos}`)

@@ -8,6 +8,7 @@ after the action, never from what the bots believe.
 """
 import time
 import types
+from typing import NamedTuple
 
 from envs.minecraft import world as W
 from envs.minecraft.live.errors import BackendFailure
@@ -82,3 +83,11 @@ class LiveWorld:
     self._touch()
     if reply.get("refused"):
       raise W.ActionError(reply["refused"])
+
+
+class Withdraw(NamedTuple):
+  """Live-only action: take items out of an opened chest (the simulator has no withdraw)."""
+  agent: str
+  chest: str
+  item: str
+  count: int

@@ -119,9 +119,8 @@ class LiveRuntime:
     t0 = time.perf_counter()
     self.ensure_started()
     agents = tuple(layout.agent_starts)
-    if set(agents) - set(self.agents):
-      self.bot_request("connect", agents=list(agents))
-      self.agents = tuple(sorted(set(self.agents) | set(agents)))
+    self.bot_request("connect", agents=list(agents))     # (re)connects dropped bots
+    self.agents = tuple(sorted(set(self.agents) | set(agents)))
     self.server_request("reset", layout=layout_json(layout))
     starts = {n: (pos[0] + 0.5, pos[1] + 0.5) for n, (pos, _, _) in layout.agent_starts.items()}
     for name, pos in starts.items():

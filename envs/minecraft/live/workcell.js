@@ -28,7 +28,7 @@ function accepts (mode, item) {
 module.exports.server = function (serv) {
   const reg = serv.registry
   const Item = require('prismarine-item')(reg)
-  const cell = { locations: {}, modes: {}, chests: {}, ground: [], built: [], furnaces: {}, openChest: {}, placed: [], credits: 0, broken: new Set() }
+  const cell = { locations: {}, modes: {}, chests: {}, ground: [], built: [], furnaces: {}, openChest: {}, placed: [], credits: 0 }
   serv.workcell = cell
 
   // ------------------------------------------------------------ inventories (authoritative)
@@ -266,22 +266,24 @@ module.exports.server = function (serv) {
     }
   })
 
-  // A dig on a source block credits the drop to the digger (server side) and regrows the block.
+  // A source block is an endless resource node: a client dig on it is cancelled server-side, the
+  // drop goes straight into the digger's inventory and the block is re-sent to the client (which
+  // had already removed it locally). Only the dig-start packet counts: a creative client also
+  // sends a finish packet for the same dig, and flying-squid handles the two concurrently.
   serv.on('newPlayer', (p) => {
-    p.on('dug_cancel', (data) => {
+    p.on('dug_cancel', (data, cancel) => {
       const src = Object.values(cell.locations).find(l => l.kind === 'source' &&
         l.pos[0] === data.position.x && l.pos[1] === data.position.z && data.position.y === GROUND_Y)
       if (!src) return
-      data.dropBlock = false
-      const key = `${data.position}`
-      if (cell.broken.has(key)) return // one dig, one drop: the finish packet repeats the break
-      cell.broken.add(key)
-      const [drop, tool] = BLOCK_DROPS[src.block]
-      if (tool !== 'pickaxe' || PICKAXES.some(t => count(p, t) > 0)) {
-        give(p, drop, 1)
-        cell.credits++
+      cancel(false)
+      if (data.drops === undefined) { // creative dig start (a finish packet carries `drops`)
+        const [drop, tool] = BLOCK_DROPS[src.block]
+        if (tool !== 'pickaxe' || PICKAXES.some(t => count(p, t) > 0)) {
+          give(p, drop, 1)
+          cell.credits++
+        }
       }
-      setTimeout(() => setBlock(data.position, src.block).then(() => cell.broken.delete(key), () => {}), 50)
+      p.sendBlock(data.position, stateOf(src.block))
     })
   })
 
@@ -290,7 +292,7 @@ module.exports.server = function (serv) {
     async reset (layout) {
       for (const pos of cell.placed) await setBlock(pos, 'air')
       for (const loc of Object.values(cell.locations)) await setBlock(blockPos(loc), 'air')
-      Object.assign(cell, { locations: layout.locations, modes: {}, chests: {}, ground: [], built: [], furnaces: {}, openChest: {}, placed: [], credits: 0, broken: new Set() })
+      Object.assign(cell, { locations: layout.locations, modes: {}, chests: {}, ground: [], built: [], furnaces: {}, openChest: {}, placed: [], credits: 0 })
       for (const [name, loc] of Object.entries(layout.locations)) {
         const block = loc.kind === 'chest' ? 'chest' : (loc.block || null) // sites stay empty
         if (block) await setBlock(blockPos(loc), block)

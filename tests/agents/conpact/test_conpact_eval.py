@@ -3,6 +3,7 @@ state injection, and ConPAct-R/S curation of the logged trajectories."""
 import json
 import os
 
+import numpy as np
 import pytest
 
 from agents.conpact import compare, curate, schemas, textenv
@@ -105,3 +106,18 @@ def test_curation_targets_are_valid_and_conflicts_stay_context(run_dir, tmp_path
   picked = curate.match_budget(full, budget, count, seed=0)
   used = sum(count(ex) for ex in picked)
   assert used <= budget and budget - used < max(count(ex) for ex in full)
+
+
+def test_conpact_train_exports_a_loadable_model(run_dir, tmp_path):
+  """ConPAct-R through lib/sft.py on the logged run: budget matched, loss finite, export loads."""
+  from configs import conpact_train  # pylint: disable=import-outside-toplevel
+  from experiments import conpact_train as train_exp  # pylint: disable=import-outside-toplevel
+  from lib.llm.flax_backend import FlaxBackend  # pylint: disable=import-outside-toplevel
+  c = conpact_train.get_config(f"debug=True,source={run_dir}")
+  c.curate.success_only = False
+  c.train.max_len = 256
+  s = train_exp.run(c, str(tmp_path))
+  assert 0 < s["tokens_used"] <= s["token_budget"] and s["steps"] == 2
+  assert np.isfinite(s["loss_first"]) and np.isfinite(s["loss_last"])
+  backend = FlaxBackend.from_pretrained(s["export"])
+  assert backend.model.config.vocab_size == len(backend.tokenizer)

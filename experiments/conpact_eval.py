@@ -15,8 +15,6 @@ computed against labels replayed from the policy (agents/conpact/labels.py).
 summary.md: the inference table (paper Tables 19/24 layout) and, when conditions carry ablation
 switches, the online-consistency ablation table (Table 18 layout).
 """
-import os
-
 from absl import logging
 
 from agents.conpact import labels, metrics, methods, schemas, scripted, textenv
@@ -133,7 +131,8 @@ def run(config, workdir):
           "return", "steps", "D_step", "D_traj", "residual_D", "planner_correct", "actor_correct",
           "calls/episode", "out_tokens/episode", "calls/action", "usage_coverage",
           "backend_errors", "rollouts"]
-  path = write_summary(workdir, summary, [{c: r[c] for c in cols} for r in table],
+  fmt = lambda v: f"[{v[0]:.3f}, {v[1]:.3f}]" if isinstance(v, tuple) else v
+  path = write_summary(workdir, summary, [{c: fmt(r[c]) for c in cols} for r in table],
                        title=f"ConPAct inference ({label})",
                        notes=f"{k} rollouts per instance; CIs: 95% cluster bootstrap over instances. "
                              "D_step = initial mismatch per comparator check; residual_D = "
@@ -147,7 +146,3 @@ def run(config, workdir):
       f.write(markdown_table(comparator))
   print(open(path, encoding="utf-8").read(), flush=True)
   return summary
-
-
-def results_path(workdir: str) -> str:
-  return os.path.join(workdir, "results.jsonl")

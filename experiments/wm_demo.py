@@ -40,7 +40,8 @@ def _cpu_s() -> float:
 
 
 class Stages:
-  """Times each stage (wall + CPU incl. child processes such as the ScienceWorld JVM)."""
+  """Times each stage (wall + CPU incl. child processes such as the ScienceWorld JVM), summed
+  over the sessions of a resumed run."""
 
   def __init__(self, workdir):
     self.path = os.path.join(workdir, "stages.json")
@@ -49,8 +50,11 @@ class Stages:
   def run(self, name, fn):
     t, c = time.perf_counter(), _cpu_s()
     out = fn()
-    self.rows[name] = {"stage": name, "wall_s": round(time.perf_counter() - t, 1),
-                       "cpu_s": round(_cpu_s() - c, 1)}
+    # A resumed stage adds to the seconds its earlier sessions recorded.
+    before = self.rows.get(name, {"wall_s": 0.0, "cpu_s": 0.0})
+    self.rows[name] = {"stage": name,
+                       "wall_s": round(before["wall_s"] + time.perf_counter() - t, 1),
+                       "cpu_s": round(before["cpu_s"] + _cpu_s() - c, 1)}
     with open(self.path, "w") as f:
       json.dump(self.rows, f)
     logging.info("demo stage %s: %s", name, self.rows[name])

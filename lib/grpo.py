@@ -142,10 +142,17 @@ class GRPOTrainer:
   def iteration(self, prompt_ids, prompt_mask, reward_fn: Callable, key: jax.Array) -> dict:
     """One GRPO iteration over a batch of B prompts; returns host metrics for logging."""
     cfg = self.cfg
+    b = np.asarray(prompt_ids).shape[0]
+    rows = b * cfg.group_size
+    mb_rows = min(cfg.minibatch_prompts, b) * cfg.group_size
+    if rows % mb_rows:
+      raise ValueError(f"{b} prompts do not split into minibatches of {cfg.minibatch_prompts}")
+    micro = cfg.micro_batch or mb_rows
+    if mb_rows % micro:
+      raise ValueError(f"minibatch of {mb_rows} rows does not split into micro-batches of {micro}")
     t0 = time.perf_counter()
     k_sample, k_perm, k_shuffle = jax.random.split(key, 3)
     roll = self.rollout(prompt_ids, prompt_mask, k_sample)
-    b = np.asarray(prompt_ids).shape[0]
     scores = np.asarray(reward_fn(roll["tokens"], roll["lengths"]), np.float32)
     if scores.shape != (b, cfg.group_size):
       raise ValueError(f"reward_fn returned {scores.shape}, expected {(b, cfg.group_size)}")
@@ -162,13 +169,6 @@ class GRPOTrainer:
             "advantages": jnp.asarray(adv.reshape(-1))}
     t_roll = time.perf_counter() - t0
 
-    rows = b * cfg.group_size
-    mb_rows = min(cfg.minibatch_prompts, b) * cfg.group_size
-    if rows % mb_rows:
-      raise ValueError(f"{b} prompts do not split into minibatches of {cfg.minibatch_prompts}")
-    micro = cfg.micro_batch or mb_rows
-    if mb_rows % micro:
-      raise ValueError(f"minibatch of {mb_rows} rows does not split into micro-batches of {micro}")
     step = self._update(mb_rows // micro)
     step_metrics = []
     for epoch in range(cfg.update_epochs):

@@ -236,9 +236,11 @@ def objects_reachable(grid: jax.Array, agent_pos: jax.Array) -> jax.Array:
 
   start = jnp.zeros(typ.shape, bool).at[agent_pos[0], agent_pos[1]].set(True)
 
-  def body(carry):
+  def body(carry):  # several dilations per iteration: fewer (costly) while-loop round trips
     m, _ = carry
-    new = m | (dilate(m) & passable)
+    new = m
+    for _ in range(4):
+      new = new | (dilate(new) & passable)
     return new, (new != m).any()
 
   expanded, _ = jax.lax.while_loop(lambda c: c[1], body, (start, jnp.bool_(True)))

@@ -33,10 +33,29 @@ def system_prompt(surface: str = "dsl") -> str:
   return f"skills (required|optional): {catalog}\n{_SURFACE_NOTE[surface]}"
 
 
+# Shared, slowly varying sections first; this agent's decisive facts (observation with its
+# private fact, history, incoming message, who decides for whom) last, next to the answer.
+_ORDER = ("prior", "structure", "observation", "history", "incoming", "stage", "agent", "peer",
+          "task")
+
+
+def user_message(ctx: LocalContext) -> str:
+  """`prompt.render(ctx)` with its sections in `_ORDER` (same lines, same content)."""
+  rank = {k: i for i, k in enumerate(_ORDER)}
+  sections: list = []
+  for line in prompt.render(ctx).split("\n"):
+    key = line.split(":", 1)[0].split("[", 1)[0]
+    if key in rank:
+      sections.append((rank[key], len(sections), [line]))
+    else:                       # continuation of a multi-line value (a two-line DSL history)
+      sections[-1][2].append(line)
+  return "\n".join("\n".join(lines) for _, _, lines in sorted(sections))
+
+
 def messages(ctx: LocalContext, surface: str = "dsl") -> list[dict]:
   """The conversation a learned backend answers for one local context."""
   return [{"role": "system", "content": system_prompt(surface)},
-          {"role": "user", "content": prompt.render(ctx)}]
+          {"role": "user", "content": user_message(ctx)}]
 
 
 def prompt_text(tokenizer, ctx: LocalContext, surface: str = "dsl") -> str:

@@ -65,7 +65,8 @@ async function command (bot, op, args) {
   try {
     const reply = await Promise.race([new Promise((resolve) => {
       bot.pending.set(s, resolve)
-      bot.chat(`/wc ${op} ${JSON.stringify({ ...args, seq: s })}`)
+      const at = [bot.entity.position.x, bot.entity.position.z]
+      bot.chat(`/wc ${op} ${JSON.stringify({ ...args, seq: s, at })}`)
     }), t])
     if (!reply.ok) throw Object.assign(new Error(reply.error), { refused: true })
     return reply.result
@@ -86,7 +87,7 @@ async function moveTo (bot, x, z) { // straight-line walk on the flat build area
 }
 
 async function mine (bot, a) {
-  const { pos } = await command(bot, 'can_mine', { source: a.source, count: a.count })
+  const { pos, credits } = await command(bot, 'can_mine', { source: a.source, count: a.count })
   const at = new Vec3(pos[0], pos[1], pos[2])
   for (let k = 0; k < a.count; k++) {
     let block = bot.blockAt(at)
@@ -97,6 +98,7 @@ async function mine (bot, a) {
     if (!block || block.name === 'air') throw new Error(`source block at ${at} was not re-sent`)
     await bot.dig(block, 'ignore') // resolves once the client has removed the block locally
   }
+  await command(bot, 'mined', { credits: credits + a.count })
 }
 
 const ACTIONS = {

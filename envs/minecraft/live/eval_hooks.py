@@ -24,7 +24,7 @@ def timing_report(rt: LiveRuntime) -> tuple:
   from lib.results import markdown_table
   ops = [{k: (round(v, 1) if isinstance(v, float) else v) for k, v in r.items()}
          for r in rt.latency_table()]
-  eps = np.asarray(list(rt.episode_seconds.values()), dtype=float)
+  eps = np.asarray(rt.episode_times, dtype=float)
   episode = {"n": int(eps.size), "mean_s": float(eps.mean()) if eps.size else None,
              "p50_s": float(np.median(eps)) if eps.size else None,
              "max_s": float(eps.max()) if eps.size else None, "paper_mean_s": PAPER_EPISODE_S,

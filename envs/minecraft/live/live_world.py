@@ -26,9 +26,14 @@ class LiveWorld:
     self.episode_id = episode_id
     self._t0 = time.perf_counter() if t0 is None else t0
     self.actions = 0
+    self._slot = len(runtime.episode_times)
+    runtime.episode_times.append(0.0)
+    self._touch()
 
   def _touch(self) -> None:
-    self.runtime.episode_seconds[self.episode_id] = time.perf_counter() - self._t0
+    seconds = time.perf_counter() - self._t0
+    self.runtime.episode_seconds[self.episode_id] = seconds
+    self.runtime.episode_times[self._slot] = seconds
 
   # --------------------------------------------------------------- authoritative readback
   def state(self) -> dict:
@@ -73,6 +78,8 @@ class LiveWorld:
   def apply(self, action) -> None:
     if action.agent not in self.layout.agent_starts:
       raise W.ActionError(f"unknown agent {action.agent!r}")
+    if not self.runtime.alive():       # fail fast instead of waiting out a dead server
+      raise BackendFailure("the live server or bot driver is not running")
     kind = type(action).__name__
     payload = dict(action._asdict(), type=kind)
     t0 = time.perf_counter()

@@ -2,9 +2,12 @@
 
   python -m envs.minecraft.live.node_setup       # same as what the tests call
 """
+import fcntl
+import hashlib
 import os
 import shutil
 import subprocess
+import tempfile
 
 from envs.minecraft.live.errors import NodeMissing
 
@@ -23,13 +26,28 @@ def node_binary() -> str:
   return node
 
 
+def _installed() -> bool:
+  return all(os.path.exists(os.path.join(PACKAGE_DIR, "node_modules", name, "package.json"))
+             for name in ("flying-squid", "mineflayer", "minecraft-data"))
+
+
 def ensure_installed(timeout_s: float = 600.0) -> str:
-  """Runs `npm ci` in the package folder when node_modules is missing; returns the node path."""
+  """Runs `npm ci` in the package folder when node_modules is missing; returns the node path.
+
+  A file lock keeps parallel test workers from running two installs into one folder."""
   node = node_binary()
-  marker = os.path.join(PACKAGE_DIR, "node_modules", "flying-squid", "package.json")
-  if os.path.exists(marker) and os.path.exists(
-      os.path.join(PACKAGE_DIR, "node_modules", "mineflayer", "package.json")):
+  if _installed():
     return node
+  lock_path = os.path.join(tempfile.gettempdir(), "accord-npm-ci-%s.lock" % hashlib.sha1(
+      PACKAGE_DIR.encode()).hexdigest()[:12])
+  with open(lock_path, "w") as lock:
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    if not _installed():
+      _npm_ci(timeout_s)
+  return node
+
+
+def _npm_ci(timeout_s: float) -> None:
   npm = shutil.which("npm")
   if npm is None:
     raise NodeMissing("npm is not on PATH; install Node.js with npm, then run `npm ci` in "
@@ -38,7 +56,6 @@ def ensure_installed(timeout_s: float = 600.0) -> str:
                         capture_output=True, text=True, timeout=timeout_s)
   if done.returncode != 0:
     raise NodeMissing(f"`npm ci` failed in {PACKAGE_DIR}:\n{done.stderr[-2000:]}")
-  return node
 
 
 if __name__ == "__main__":

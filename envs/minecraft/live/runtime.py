@@ -47,7 +47,8 @@ class LiveRuntime:
     self.broken = False            # a request failed: restart before the next episode
     self.starts = 0                # process (re)starts, the first included
     self.op_seconds: dict = collections.defaultdict(list)    # action type -> [seconds]
-    self.episode_seconds: dict = {}                          # episode id -> seconds
+    self.episode_seconds: dict = {}                          # episode id -> seconds (latest)
+    self.episode_times: list = []                            # seconds of every episode run
 
   # ------------------------------------------------------------------ processes
   def _log(self, name: str) -> str | None:
@@ -94,11 +95,11 @@ class LiveRuntime:
     return [p.pid for p in (self.server, self.bots) if p is not None]
 
   # ------------------------------------------------------------------ requests
-  def _request(self, proc, what: str, op: str, fields: dict):
+  def _request(self, proc, what: str, op: str, fields: dict, timeout_s: float | None = None):
     if proc is None:
       raise BackendFailure(f"{what} is not running")
     try:
-      return proc.request(op, self.config.op_timeout_s, **fields)
+      return proc.request(op, timeout_s or self.config.op_timeout_s, **fields)
     except BackendFailure:
       self.broken = True
       raise
@@ -107,7 +108,9 @@ class LiveRuntime:
     return self._request(self.server, "live server", op, fields)
 
   def bot_request(self, op: str, **fields):
-    return self._request(self.bots, "bot driver", op, fields)
+    # Logging bots in (and reconnecting dropped ones) is bounded by the startup timeout.
+    timeout_s = self.config.startup_timeout_s if op == "connect" else None
+    return self._request(self.bots, "bot driver", op, fields, timeout_s)
 
   def state(self) -> dict:
     """The server's authoritative agents (pos, inventory, mode), chests, built list, ground."""

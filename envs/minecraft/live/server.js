@@ -22,7 +22,7 @@ const serv = mcServer.createMCServer({
   kickTimeout: 30000,
   plugins: {},
   modpe: false,
-  'view-distance': 4,
+  'view-distance': 3,
   'player-list-text': { header: { text: 'accord' }, footer: { text: 'workcell' } },
   'everybody-op': true,
   'max-entities': 100,

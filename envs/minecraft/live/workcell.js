@@ -19,6 +19,14 @@ const FINISHED = new Set(['crafting_table', 'stick', 'chest', 'furnace', 'stone'
 
 class Refused extends Error {}
 
+async function until (test, ms) { // bounded poll
+  for (const end = Date.now() + ms; Date.now() < end;) {
+    if (test()) return true
+    await new Promise(resolve => setTimeout(resolve, 5))
+  }
+  return test()
+}
+
 function accepts (mode, item) {
   if (mode === 'RAW_PROCESSOR') return RAW.has(item)
   if (mode === 'FINISHED_RECEIVER') return FINISHED.has(item)
@@ -28,7 +36,7 @@ function accepts (mode, item) {
 module.exports.server = function (serv) {
   const reg = serv.registry
   const Item = require('prismarine-item')(reg)
-  const cell = { locations: {}, modes: {}, chests: {}, ground: [], built: [], furnaces: {}, openChest: {}, placed: [], credits: 0 }
+  const cell = { locations: {}, modes: {}, chests: {}, ground: [], built: [], furnaces: {}, openChest: {}, placed: [], credits: 0, digs: {} }
   serv.workcell = cell
 
   // ------------------------------------------------------------ inventories (authoritative)
@@ -134,7 +142,12 @@ module.exports.server = function (serv) {
       const [, tool] = BLOCK_DROPS[loc.block]
       if (tool === 'pickaxe' && !PICKAXES.some(t => count(p, t) > 0)) throw new Refused(`${p.username} needs a pickaxe to mine ${loc.block}`)
       if (!(a.count > 0)) throw new Refused('mine count must be positive')
-      return { pos: [loc.pos[0], GROUND_Y, loc.pos[1]] }
+      return { pos: [loc.pos[0], GROUND_Y, loc.pos[1]], credits: cell.digs[p.username] || 0 }
+    },
+    async mined (p, a) { // flying-squid handles dig packets asynchronously: wait for the credits
+      const ok = await until(() => (cell.digs[p.username] || 0) >= a.credits, 3000)
+      if (!ok) throw new Refused(`${p.username}'s digs were not all credited`)
+      return { credits: cell.digs[p.username] }
     },
     craft (p, a) {
       if (cell.modes[p.username] === 'FINISHED_RECEIVER') throw new Refused(`${p.username}'s workcell cannot transform material`)
@@ -257,6 +270,11 @@ module.exports.server = function (serv) {
       let reply
       try {
         if (!ops[op]) throw new Refused(`unknown workcell op ${op}`)
+        // Position packets are applied asynchronously too: act only once the server has the
+        // player where its client says it stands, then check reach against the server's copy.
+        if (args.at && !await until(() => Math.hypot(p.position.x - args.at[0], p.position.z - args.at[1]) < 0.01, 3000)) {
+          throw new Refused(`${p.username}'s position did not reach the server`)
+        }
         reply = { seq: args.seq, ok: true, result: await ops[op](p, args) }
       } catch (e) {
         if (!(e instanceof Refused)) process.stderr.write(`workcell ${op}: ${e.stack}\n`)
@@ -278,10 +296,9 @@ module.exports.server = function (serv) {
       cancel(false)
       if (data.drops === undefined) { // creative dig start (a finish packet carries `drops`)
         const [drop, tool] = BLOCK_DROPS[src.block]
-        if (tool !== 'pickaxe' || PICKAXES.some(t => count(p, t) > 0)) {
-          give(p, drop, 1)
-          cell.credits++
-        }
+        if (tool !== 'pickaxe' || PICKAXES.some(t => count(p, t) > 0)) give(p, drop, 1)
+        cell.credits++
+        cell.digs[p.username] = (cell.digs[p.username] || 0) + 1
       }
       p.sendBlock(data.position, stateOf(src.block))
     })
@@ -292,7 +309,7 @@ module.exports.server = function (serv) {
     async reset (layout) {
       for (const pos of cell.placed) await setBlock(pos, 'air')
       for (const loc of Object.values(cell.locations)) await setBlock(blockPos(loc), 'air')
-      Object.assign(cell, { locations: layout.locations, modes: {}, chests: {}, ground: [], built: [], furnaces: {}, openChest: {}, placed: [], credits: 0 })
+      Object.assign(cell, { locations: layout.locations, modes: {}, chests: {}, ground: [], built: [], furnaces: {}, openChest: {}, placed: [], credits: 0, digs: {} })
       for (const [name, loc] of Object.entries(layout.locations)) {
         const block = loc.kind === 'chest' ? 'chest' : (loc.block || null) // sites stay empty
         if (block) await setBlock(blockPos(loc), block)

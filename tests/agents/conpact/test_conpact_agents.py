@@ -124,3 +124,25 @@ def test_injected_truth_appears_only_for_chosen_role(tmp_path):
   assert '"player": [2, 2]' in by_tag["actor"]
   with pytest.raises(KeyError):
     methods.make_agent("react", SOKO, windw=3)
+
+
+def test_crafter_react_with_assertions_scores_against_truth(tmp_path):
+  crafter = textenv.task("crafter")
+  inst = textenv.crafter_instances("evaluation", n=1)[0]
+  def respond(msgs, rng):  # asserts only the facing direction, read from the frame
+    frame = msgs[1]["content"].split("(current):\n", 1)[1]
+    facing = frame.split("You face ", 1)[1].split(":", 1)[0]
+    return f'<state>{{"facing": "{facing}"}}</state><action>move_left</action>'
+  spec = EpisodeSpec({"i": 0}, make_env=inst.make_env, env_seed=inst.env_seed,
+                     make_agent=lambda: methods.make_agent("react", crafter, assertions=True))
+  with ResultsLog(str(tmp_path), key=("i",)) as log:
+    HostLoop(ScriptedBackend(FunctionPolicy(respond)), action_budget=3, call_budget=3,
+             show_progress=False).run([spec], log)
+    row = log.rows()[0]
+  recs = row["agent"]["records"]
+  assert row["status"] == "action_budget" and len(recs) == 3
+  # each record is about the frame its reply saw: the start frame, then frames after move_left
+  assert [r["truth"]["facing"] for r in recs] == ["south", "west", "west"]
+  for r in recs:
+    assert r["actor"]["values"]["facing"] == r["truth"]["facing"]
+    assert r["actor"]["values"]["inventory"] is None  # unstated: unknown, not scored

@@ -36,3 +36,14 @@ def test_openai_config_routes_roles_and_keeps_key_out():
 def test_flax_config_is_labelled_random_by_default():
   assert "RANDOM" in conpact_flax.get_config().label
   assert "RANDOM" not in conpact_flax.get_config("checkpoint=some/dir").label
+
+
+def test_train_config_maps_ablation_args():
+  from configs import conpact_train  # pylint: disable=import-outside-toplevel
+  c = conpact_train.get_config("debug=True,source=runs/x,sup=False")
+  assert registry.EXPERIMENTS[c.experiment] == "experiments.conpact_train"
+  assert (c.curate.reconciliation_supervision, c.curate.reconciliation_replay,
+          c.curate.consistency_filtering) == (False, True, True)
+  assert c.seed == 42 and c.reference_epochs == 3
+  with pytest.raises(common.ConfigArgError):
+    conpact_train.get_config("epochs=3")

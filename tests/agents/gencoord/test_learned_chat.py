@@ -23,7 +23,8 @@ def test_messages_hold_prior_and_local_context(rows):
   assert [x["role"] for x in m] == ["system", "user"]
   for skill in ("resource.obtain(", "craft.item(", "build.component("):
     assert skill in m[0]["content"]
-  assert m[1]["content"] == prompt.render(snd.context)
+  assert sorted(m[1]["content"].split("\n")) == sorted(prompt.render(snd.context).split("\n"))
+  assert m[1]["content"].split("\n")[-1].startswith("task: ")
   assert snd.binding in m[1]["content"]                      # sender sees its private binding
   rcv_user = chat.messages(rcv.context)[1]["content"]
   assert "active_binding" not in rcv_user and "incoming: REQ" in rcv_user
@@ -34,10 +35,17 @@ def test_messages_hold_prior_and_local_context(rows):
   assert full != node and "<-" in full and "<-" not in node
 
 
+def test_multi_line_history_stays_together():
+  ep = suites.capability_suite()[0]
+  ctx = E.requester_context(ep, "SELF a()\nREQ agent_b b()", '{"decision":"ACCEPT"}')
+  user = chat.user_message(ctx)
+  assert "history[0]: SELF a()\nREQ agent_b b()\nincoming:" in user
+
+
 def test_chat_template_and_surface_notes(tok, rows):
   text = chat.prompt_text(tok, rows[0].context)
   assert text.startswith("<|im_start|>system\n") and text.endswith("<|im_start|>assistant\n")
-  assert "<|im_start|>user\n" + prompt.render(rows[0].context) + "<|im_end|>" in text
+  assert "<|im_start|>user\n" + chat.user_message(rows[0].context) + "<|im_end|>" in text
   assert chat.system_prompt("json") != chat.system_prompt("dsl")
   with pytest.raises(ValueError):
     chat.system_prompt("morse")

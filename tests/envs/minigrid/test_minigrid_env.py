@@ -59,20 +59,18 @@ def test_step_and_reset_compile_once():
   chex.clear_trace_counter()
 
 
-@pytest.mark.parametrize("task", ["BabyAI-GoToLocal-v0", "BabyAI-BlockedUnlockPickup-v0"])
-def test_same_key_same_trajectory(task):
-  env = BabyAIEnv(task)
+def test_same_key_same_trajectory():
+  env = BabyAIEnv("BabyAI-GoToObj-v0")
   run = jax.jit(lambda k: _rollout(env, k, 80))
   a, b, c = run(jax.random.key(5)), run(jax.random.key(5)), run(jax.random.key(6))
   chex.assert_trees_all_equal(a, b)
   assert not all(np.array_equal(x, y) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(c)))
 
 
-# Three tasks cover the three level builders' kinds (single room, multi-room doors, pickup);
-# compiling the wrapper with a generator costs tens of seconds on a loaded 2-core CI machine.
-# Every task's generator and step are exercised in test_minigrid_tasks / test_minigrid_exact.
-@pytest.mark.parametrize("task", ["BabyAI-GoToObj-v0", "BabyAI-GoToDoor-v0",
-                                  "BabyAI-BlockedUnlockPickup-v0"])
+# Two tasks cover a single-room and a multi-room (doors) level; compiling the wrapper with a
+# generator costs tens of seconds on a loaded 2-core CI machine. Every task's generator and
+# step are exercised in test_minigrid_tasks / test_minigrid_exact.
+@pytest.mark.parametrize("task", ["BabyAI-GoToObj-v0", "BabyAI-GoToDoor-v0"])
 def test_random_episodes_through_autoreset(task):
   env = envs.make(task)
   batch, steps = 16, 40

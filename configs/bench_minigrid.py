@@ -10,7 +10,7 @@ from configs import common
 
 
 def get_config(arg=None):
-  arg = common.parse_arg(arg, debug=False, batch=1024, steps=200, repeats=3, peers=True)
+  arg = common.parse_arg(arg, debug=False, batch=1024, steps=200, repeats=5, peers=True)
   c = ml_collections.ConfigDict()
   c.experiment = "bench_minigrid"
   c.seed = 0

@@ -7,7 +7,7 @@ python launch.py --config=configs/wm_train.py:debug=True,condition=GRPO-MIS \
 Full scale (Qwen2.5-7B-Instruct from a local directory on one GPU; Qwen3-Embedding-8B as a local
 directory, or any OpenAI-compatible /v1/embeddings server via embedder=openai):
 python launch.py --config=configs/wm_train.py:condition=GRPO-GT,env=alfworld,\
-model_dir=/models/Qwen2.5-7B-Instruct,embedder_dir=/models/Qwen3-Embedding-8B \
+model_dir=$MODELS/Qwen2.5-7B-Instruct,embedder_dir=$MODELS/Qwen3-Embedding-8B \
     --workdir=runs/wm_alfworld_grpo_gt --config.data.train=runs/wm_data/train.jsonl
 python launch.py --config=configs/wm_train.py --sweep --workdir=runs/wm_alfworld   # every condition
 """

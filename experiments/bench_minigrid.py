@@ -9,7 +9,8 @@ Every row is measured in this run on this machine (steps/s = env transitions per
   reset (drawing 2 x batch levels) is setup and is not timed, for every JAX row alike; the
   timed call steps from the state the previous call left. Best of `repeats` after a compile.
 - farama: one `gym.make(task)` env stepped with random actions in a Python loop, reset on
-  termination/truncation (Farama's own `step` also builds the 7x7 view); best of `repeats`.
+  termination/truncation (Farama's own `step` also builds the 7x7 view); best of `repeats`
+  chunks of `farama_steps`, timed in the same round robin as the JAX rows.
 - navix `Navix-GoToDoor-8x8-v0` (first-person symbolic 7x7 observation, its built-in
   auto-reset) and xminigrid `MiniGrid-BlockedUnlockPickUp` (`GymAutoResetWrapper`), vmapped
   like ours. They are the closest JAX peers: navix has only MiniGrid's single-room 8x8 GoToDoor
@@ -87,27 +88,33 @@ def _xminigrid(batch, steps):
   return _stepper(reset, step, batch, steps)
 
 
-def farama_steps_per_s(task: str, n_steps: int, seed: int) -> float:
-  import gymnasium as gym
-  import minigrid  # noqa: F401  (registers the BabyAI ids)
-  env = gym.make(task)
-  rng = np.random.default_rng(seed)
-  actions = rng.integers(0, 7, n_steps)
-  env.reset(seed=seed)
-  start = time.perf_counter()
-  for a in actions:
-    _, _, term, trunc, _ = env.step(int(a))
-    if term or trunc:
-      env.reset()
-  elapsed = time.perf_counter() - start
-  env.close()
-  return n_steps / elapsed
+class FaramaRunner:
+  """One Farama env stepped with seeded random actions, reset on termination/truncation;
+  each call times `n_steps` steps and returns the elapsed seconds."""
+
+  def __init__(self, task: str, n_steps: int, seed: int):
+    import gymnasium as gym
+    import minigrid  # noqa: F401  (registers the BabyAI ids)
+    self.env = gym.make(task)
+    self.env.reset(seed=seed)
+    self.rng = np.random.default_rng(seed)
+    self.n_steps = n_steps
+
+  def __call__(self) -> float:
+    actions = self.rng.integers(0, 7, self.n_steps)
+    start = time.perf_counter()
+    for a in actions:
+      _, _, term, trunc, _ = self.env.step(int(a))
+      if term or trunc:
+        self.env.reset()
+    return time.perf_counter() - start
 
 
-def _best_seconds(runners: dict, key, repeats: int) -> dict:
-  """Fastest of `repeats` timed calls per runner (carry, run), interleaved so that load
-  bursts from other processes hit every row alike; each call continues the previous carry."""
-  best = {name: float("inf") for name in runners}
+def _best_seconds(runners: dict, farama: dict, key, repeats: int) -> dict:
+  """Fastest of `repeats` timed calls per row. JAX runners are (carry, run) and continue the
+  previous carry; Farama runners time themselves. All rows are interleaved round robin, so a
+  burst of load from other processes hits ours and the baseline alike."""
+  best = {name: float("inf") for name in [*runners, *farama]}
   for i in range(repeats):
     k = jax.random.fold_in(key, i + 1)
     for name, (carry, run) in runners.items():
@@ -116,6 +123,8 @@ def _best_seconds(runners: dict, key, repeats: int) -> dict:
       jax.block_until_ready(stats)
       best[name] = min(best[name], time.perf_counter() - start)
       runners[name] = (carry, run)
+    for name, runner in farama.items():
+      best[name] = min(best[name], runner())
   return best
 
 
@@ -157,13 +166,15 @@ def measure(config) -> list[dict]:
         env_id = name.split("/")[-1]
         add(name, env_id, name.split("/")[1],
             lambda b=builder: globals()[b](batch, steps), f"minigrid/{task}/farama")
-  for name, seconds in _best_seconds(fns, key, repeats).items():
-    next(r for r in rows if r["name"] == name)["steps_per_s"] = batch * steps / seconds
+  farama = {}
   for task in opts["tasks"]:
-    best = max(farama_steps_per_s(task, opts["farama_steps"], config.seed + i)
-               for i in range(max(1, min(repeats, 3))))
-    rows.append({"name": f"minigrid/{task}/farama", "env": task, "impl": "farama", "batch": 1,
-                 "steps_per_s": best, "baseline": None})
+    name = f"minigrid/{task}/farama"
+    farama[name] = FaramaRunner(task, opts["farama_steps"], int(config.seed))
+    rows.append({"name": name, "env": task, "impl": "farama", "batch": 1,
+                 "steps_per_s": float("nan"), "baseline": None})
+  for name, seconds in _best_seconds(fns, farama, key, repeats).items():
+    row = next(r for r in rows if r["name"] == name)
+    row["steps_per_s"] = (batch * steps if name in fns else opts["farama_steps"]) / seconds
   by_name = {r["name"]: r for r in rows}
   for r in rows:
     base = by_name.get(r["baseline"] or "")

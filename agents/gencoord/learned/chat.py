@@ -35,6 +35,7 @@ def system_prompt(surface: str = "dsl") -> str:
 
 # Shared, slowly varying sections first; this agent's decisive facts (observation with its
 # private fact, history, incoming message, who decides for whom) last, next to the answer.
+_IDENTITY = ("stage", "agent", "peer")
 _ORDER = ("prior", "structure", "observation", "history", "incoming", "stage", "agent", "peer",
           "task")
 
@@ -49,7 +50,11 @@ def user_message(ctx: LocalContext) -> str:
       sections.append((rank[key], len(sections), [line]))
     else:                       # continuation of a multi-line value (a two-line DSL history)
       sections[-1][2].append(line)
-  return "\n".join("\n".join(lines) for _, _, lines in sorted(sections))
+  ordered = ["\n".join(lines) for _, _, lines in sorted(sections)]
+  # "agent: agent_a" -> "agent=agent_a": one pre-token, so who decides (and for whom) is a
+  # single token the model can read directly instead of a two-token pattern.
+  return "\n".join(line.replace(": ", "=", 1) if line.split(":", 1)[0] in _IDENTITY else line
+                   for line in ordered)
 
 
 def messages(ctx: LocalContext, surface: str = "dsl") -> list[dict]:

@@ -19,7 +19,7 @@ def get_config(arg=None):
   c.experiment = "quickstart"
   c.title = "Quickstart: Direct Short DSL, tiny Qwen3 trained from scratch (held-out clusters)"
   c.seed = 0
-  c.train.epochs = 1 if arg.debug else 3       # 360 steps (paper: 2 epochs, 240 steps)
+  c.train.epochs = 1 if arg.debug else 6       # 720 steps (paper: 2 epochs, 240 steps)
   c.train.lr = 5e-3                              # from scratch: higher than the paper's 1e-5
   c.max_rows = 480 if arg.debug else 0
   c.eval.conditions = [dict(name="dsl", recipe="direct_dsl")]

@@ -76,7 +76,7 @@ def run(config, workdir):
       live.close()
   rows = log.rows()
   log.close()
-  _report(config, workdir, conditions, episodes, rows, writer, live)
+  return _report(config, workdir, conditions, episodes, rows, writer, live)
 
 
 def _run_conditions(config, conditions, episodes, log, runner, live):

@@ -16,16 +16,17 @@ class _Oracle:
   def __init__(self, episodes, surface):
     self.program, self.surface, self.seen = backends.make("program"), surface, []
     self.episodes = episodes
-    self.contexts = {render(E.sender_context(ep)): E.sender_context(ep) for ep in episodes}
+    self.contexts = {chat.user_message(E.sender_context(ep)): E.sender_context(ep)
+                     for ep in episodes}
 
   def __call__(self, messages, rng):
     del rng
     user = messages[1]["content"]
     ctx = self.contexts.get(user)
     if ctx is None:                # a receiver: rebuild its context from the delivered line
-      incoming = next(l for l in user.splitlines() if l.startswith("incoming: "))[10:]
+      incoming = next(ln for ln in user.splitlines() if ln.startswith("incoming: "))[10:]
       ctx = next(c for c in (E.receiver_context(ep, incoming) for ep in self.episodes)
-                 if render(c) == user)
+                 if chat.user_message(c) == user)
     self.seen.append(messages)
     text = self.program.generate([ctx])[0]
     return text if self.surface == "dsl" else surfaces.ENCODERS[self.surface](parse(text))

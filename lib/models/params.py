@@ -135,21 +135,8 @@ def load_pretrained(path, dtype="float32", mesh: jax.sharding.Mesh | None = None
   return nnx.merge(graphdef, state), config
 
 
-def save_pretrained(model: Qwen, config: QwenConfig, path, max_shard_bytes: int = 4 << 30):
-  """Writes `config.json` + safetensors (sharded with an index above `max_shard_bytes`) that
-  transformers `from_pretrained` and vLLM load. Parameters keep the model's dtype."""
-  from lib.models import qwen3_5_config, qwen3_5_params  # the latter imports this module
-  if isinstance(config, qwen3_5_config.Qwen35Config):
-    return qwen3_5_params.save_qwen3_5(model, config, path, max_shard_bytes)
-  path = Path(path)
-  path.mkdir(parents=True, exist_ok=True)
-  tensors = {}
-  for key, (_, var) in _flat_params(nnx.state(model, nnx.Param)).items():
-    hf_key, transpose = ours_to_hf(key)
-    if hf_key is None:
-      raise ValueError(f"parameter {key} has no Hugging Face name in the key table")
-    value = jax.device_get(var.get_value())
-    tensors[hf_key] = jnp.asarray(np.ascontiguousarray(value.T if transpose else value))
+def write_safetensors(tensors: dict, path: Path, max_shard_bytes: int) -> None:
+  """Writes HF-named `tensors` as `model.safetensors`, or as shards + an index above the limit."""
   shards, current, size = [], {}, 0
   for key in sorted(tensors):
     nbytes = tensors[key].size * tensors[key].dtype.itemsize
@@ -170,5 +157,23 @@ def save_pretrained(model: Qwen, config: QwenConfig, path, max_shard_bytes: int 
     total = sum(t.size * t.dtype.itemsize for t in tensors.values())
     index = {"metadata": {"total_size": total}, "weight_map": weight_map}
     (path / "model.safetensors.index.json").write_text(json.dumps(index, indent=2))
+
+
+def save_pretrained(model: Qwen, config: QwenConfig, path, max_shard_bytes: int = 4 << 30):
+  """Writes `config.json` + safetensors (sharded with an index above `max_shard_bytes`) that
+  transformers `from_pretrained` and vLLM load. Parameters keep the model's dtype."""
+  from lib.models import qwen3_5_config, qwen3_5_params  # the latter imports this module
+  if isinstance(config, qwen3_5_config.Qwen35Config):
+    return qwen3_5_params.save_qwen3_5(model, config, path, max_shard_bytes)
+  path = Path(path)
+  path.mkdir(parents=True, exist_ok=True)
+  tensors = {}
+  for key, (_, var) in _flat_params(nnx.state(model, nnx.Param)).items():
+    hf_key, transpose = ours_to_hf(key)
+    if hf_key is None:
+      raise ValueError(f"parameter {key} has no Hugging Face name in the key table")
+    value = jax.device_get(var.get_value())
+    tensors[hf_key] = jnp.asarray(np.ascontiguousarray(value.T if transpose else value))
+  write_safetensors(tensors, path, max_shard_bytes)
   hf_config = config.to_hf(dtype=jnp.dtype(model.dtype).name)
   (path / "config.json").write_text(json.dumps(hf_config, indent=2) + os.linesep)

@@ -20,7 +20,7 @@ import safetensors.flax
 from flax import nnx
 
 from lib.models import sharding as sharding_lib
-from lib.models.params import _flat_params, _safetensors_files
+from lib.models.params import _flat_params, _safetensors_files, write_safetensors
 from lib.models.qwen3_5 import Qwen35
 from lib.models.qwen3_5_config import Qwen35Config
 
@@ -153,25 +153,6 @@ def save_qwen3_5(model: Qwen35, config: Qwen35Config, path, max_shard_bytes: int
     if hf_key is None:
       raise ValueError(f"parameter {key} has no Hugging Face name in the key table")
     tensors[hf_key] = jnp.asarray(np.ascontiguousarray(_to_hf(jax.device_get(var.get_value()), kind)))
-  shards, current, size = [], {}, 0
-  for key in sorted(tensors):
-    nbytes = tensors[key].size * tensors[key].dtype.itemsize
-    if current and size + nbytes > max_shard_bytes:
-      shards.append(current)
-      current, size = {}, 0
-    current[key], size = tensors[key], size + nbytes
-  shards.append(current)
-  metadata = {"format": "pt"}  # transformers refuses safetensors files without a known format
-  if len(shards) == 1:
-    safetensors.flax.save_file(shards[0], str(path / "model.safetensors"), metadata=metadata)
-  else:
-    weight_map = {}
-    for n, shard in enumerate(shards, 1):
-      name = f"model-{n:05d}-of-{len(shards):05d}.safetensors"
-      safetensors.flax.save_file(shard, str(path / name), metadata=metadata)
-      weight_map.update({k: name for k in shard})
-    total = sum(t.size * t.dtype.itemsize for t in tensors.values())
-    index = {"metadata": {"total_size": total}, "weight_map": weight_map}
-    (path / "model.safetensors.index.json").write_text(json.dumps(index, indent=2))
+  write_safetensors(tensors, path, max_shard_bytes)
   hf_config = config.to_hf(dtype=jnp.dtype(model.dtype).name)
   (path / "config.json").write_text(json.dumps(hf_config, indent=2) + os.linesep)

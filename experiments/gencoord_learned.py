@@ -47,6 +47,8 @@ def _subsample(rows, max_rows):
 def _tokenizer(config, workdir, rows_by_recipe):
   path = os.path.join(workdir, "tokenizer")
   from lib.tokenizer import load_tokenizer
+  if config.model.checkpoint:  # a real checkpoint (Qwen2/3/3.5 HF dir) brings its own vocabulary
+    return load_tokenizer(config.model.checkpoint)
   if os.path.exists(os.path.join(path, "tokenizer.json")):
     return load_tokenizer(path)
   from agents.gencoord.learned import chat

@@ -8,29 +8,12 @@ transformers' warm-up run. transformers runs its reference torch path for the De
 (chunked prefill, recurrent decode) since the fused kernels need a GPU. The summary also reports
 how many greedy tokens the two sides agree on.
 """
-import statistics
-import time
-
-import jax
-import numpy as np
 import torch
 import transformers
-from absl import logging
-from flax import nnx
 
-from lib import sampling, tb
+from experiments import bench_sampler
 from lib.models.qwen3_5_config import preset
 from lib.models.qwen3_5_params import load_qwen3_5
-from lib.results import ResultsLog, write_summary
-
-
-def _time(fn, repeats):
-  times = []
-  for _ in range(repeats):
-    start = time.perf_counter()
-    fn()
-    times.append(time.perf_counter() - start)
-  return statistics.median(times)
 
 
 def run(config, workdir):
@@ -41,53 +24,6 @@ def run(config, workdir):
   ckpt = f"{workdir}/model"
   hf.save_pretrained(ckpt)
   model, _ = load_qwen3_5(ckpt)
-  graphdef, state = nnx.split(model)
-  rng = np.random.default_rng(config.seed)
-  log = ResultsLog(workdir, key=("batch",))
-  writer = tb.writer(workdir)
-  n = config.new_tokens
-  logging.info("bench_qwen3_5: %s (%.1fM params), torch threads %d, jax devices %s",
-               config.preset, cfg.num_params() / 1e6, torch.get_num_threads(), jax.devices())
-  for batch in config.batches:
-    if log.has({"batch": batch}):
-      continue
-    ids = rng.integers(0, cfg.vocab_size, (batch, config.prompt_len)).astype(np.int32)
-    mask = np.ones_like(ids)
-
-    def ours():
-      out = sampling.generate(graphdef, state, ids, mask, jax.random.key(0), max_new_tokens=n,
-                              temperature=0.0)
-      return np.asarray(jax.block_until_ready(out.tokens))
-
-    def theirs():
-      with torch.inference_mode():
-        out = hf.generate(input_ids=torch.tensor(ids, dtype=torch.long),
-                          attention_mask=torch.tensor(mask, dtype=torch.long), max_new_tokens=n,
-                          min_new_tokens=n, do_sample=False, eos_token_id=None, pad_token_id=0)
-      return out[:, config.prompt_len:].numpy()
-
-    compile_s = _time(ours, 1)
-    ours_tokens, theirs_tokens = ours(), theirs()  # warm-up of both sides, and the agreement check
-    ours_s = _time(ours, config.repeats)
-    theirs_s = _time(theirs, config.repeats)
-    row = {"batch": batch, "new_tokens": n, "ours_tok_s": batch * n / ours_s,
-           "transformers_tok_s": batch * n / theirs_s, "ratio": theirs_s / ours_s,
-           "ours_first_call_s": compile_s, "ours_s": ours_s, "transformers_s": theirs_s,
-           "greedy_agree_frac": float((ours_tokens == theirs_tokens).mean())}
-    log.append(row)
-    for key in ("ours_tok_s", "transformers_tok_s", "ratio"):
-      writer.add_scalar(f"bench_qwen3_5/{key}", row[key], batch)
-    logging.info("batch %d: ours %.1f tok/s, transformers %.1f tok/s, ratio %.2fx", batch,
-                 row["ours_tok_s"], row["transformers_tok_s"], row["ratio"])
-  log.close()
-  table = sorted(log.rows(), key=lambda r: r["batch"])
-  for r in table:
-    print(f"batch {r['batch']}: ours {r['ours_tok_s']:.1f} tok/s | transformers "
-          f"{r['transformers_tok_s']:.1f} tok/s | ratio {r['ratio']:.2f}x | greedy agreement "
-          f"{r['greedy_agree_frac']:.2f}")
-  summary = {"preset": config.preset, "params_M": cfg.num_params() / 1e6,
-             "ratio_by_batch": {str(r["batch"]): r["ratio"] for r in table}}
-  write_summary(workdir, summary, table, title="Qwen3.5 sampler throughput vs transformers generate()",
-                notes=f"{config.preset}, greedy, {n} new tokens after a {config.prompt_len}-token "
-                      "prompt, float32; ratio = transformers time / our time.")
-  return summary
+  return bench_sampler.compare_generation(
+      model, hf, cfg, config, workdir, tag="bench_qwen3_5",
+      title="Qwen3.5 sampler throughput vs transformers generate()")

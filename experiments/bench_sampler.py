@@ -50,12 +50,22 @@ def run(config, workdir):
   ckpt = f"{workdir}/model"
   hf.save_pretrained(ckpt)
   model, _ = models.load_pretrained(ckpt)
+  return compare_generation(model, hf, cfg, config, workdir, tag="bench_sampler",
+                            title="Sampler throughput vs transformers generate()")
+
+
+def compare_generation(model, hf, cfg, config, workdir, tag, title):
+  """Times our jitted greedy decode against `hf.generate()` for each `config.batches` entry.
+
+  `model` (ours) and `hf` (transformers) must hold the same weights; one results row per batch
+  size (resumable), printed and summarised with the ratio transformers time / our time.
+  """
   graphdef, state = nnx.split(model)
   rng = np.random.default_rng(config.seed)
   log = ResultsLog(workdir, key=("batch",))
   writer = tb.writer(workdir)
   n = config.new_tokens
-  logging.info("bench_sampler: %s (%.1fM params), torch threads %d, jax devices %s",
+  logging.info("%s: %s (%.1fM params), torch threads %d, jax devices %s", tag,
                config.preset, cfg.num_params() / 1e6, torch.get_num_threads(), jax.devices())
   for batch in config.batches:
     if log.has({"batch": batch}):
@@ -86,17 +96,18 @@ def run(config, workdir):
            "greedy_first_mismatch": _first_mismatch(ours_tokens, theirs_tokens)}
     log.append(row)
     for key in ("ours_tok_s", "transformers_tok_s", "ratio"):
-      writer.add_scalar(f"bench_sampler/{key}", row[key], batch)
+      writer.add_scalar(f"{tag}/{key}", row[key], batch)
     logging.info("batch %d: ours %.1f tok/s, transformers %.1f tok/s, ratio %.2fx", batch,
                  row["ours_tok_s"], row["transformers_tok_s"], row["ratio"])
   log.close()
   table = sorted(log.rows(), key=lambda r: r["batch"])
   for r in table:
     print(f"batch {r['batch']}: ours {r['ours_tok_s']:.1f} tok/s | transformers "
-          f"{r['transformers_tok_s']:.1f} tok/s | ratio {r['ratio']:.2f}x")
+          f"{r['transformers_tok_s']:.1f} tok/s | ratio {r['ratio']:.2f}x | greedy agreement "
+          f"{r['greedy_agree_frac']:.2f}")
   summary = {"preset": config.preset, "params_M": cfg.num_params() / 1e6,
              "ratio_by_batch": {str(r["batch"]): r["ratio"] for r in table}}
-  write_summary(workdir, summary, table, title="Sampler throughput vs transformers generate()",
+  write_summary(workdir, summary, table, title=title,
                 notes=f"{config.preset}, greedy, {n} new tokens after a {config.prompt_len}-token "
                       "prompt, float32 on CPU; ratio = transformers time / our time.")
   return summary

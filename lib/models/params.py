@@ -44,12 +44,13 @@ _HF_TO_OURS = [(_pattern(hf), ours, t) for hf, ours, t in _TABLE]
 _OURS_TO_HF = [(_pattern(ours), hf, t) for hf, ours, t in _TABLE]
 
 
-def _translate(key, rules):
-  for pattern, template, transpose in rules:
+def _translate(key, rules, missing=False):
+  """First matching rule -> (translated key, the rule's tag); (None, missing) if none matches."""
+  for pattern, template, tag in rules:
     m = pattern.match(key)
     if m:
-      return template.format(**m.groupdict()), transpose
-  return None, False
+      return template.format(**m.groupdict()), tag
+  return None, missing
 
 
 def hf_to_ours(hf_key: str) -> tuple[str | None, bool]:

@@ -9,7 +9,6 @@ unexpected and mis-shaped key). Writes the text-only layout.
 import json
 import logging
 import os
-import re
 from pathlib import Path
 
 import jax
@@ -20,7 +19,8 @@ import safetensors.flax
 from flax import nnx
 
 from lib.models import sharding as sharding_lib
-from lib.models.params import _flat_params, _safetensors_files, write_safetensors
+from lib.models.params import (_flat_params, _pattern, _safetensors_files, _translate,
+                               write_safetensors)
 from lib.models.qwen3_5 import Qwen35
 from lib.models.qwen3_5_config import Qwen35Config
 
@@ -50,21 +50,8 @@ _FULL_PREFIX = "model.language_model."  # the text decoder inside a full (vision
 _SKIPPED_PREFIXES = ("model.visual.", "mtp.")  # vision tower, multi-token-prediction head
 
 
-def _pattern(template: str) -> re.Pattern:
-  p = re.escape(template).replace(r"\{i\}", r"(?P<i>\d+)").replace(r"\{p\}", r"(?P<p>[a-z]+)")
-  return re.compile(p + "$")
-
-
 _HF_TO_OURS = [(_pattern(hf), ours, kind) for hf, ours, kind in _TABLE]
 _OURS_TO_HF = [(_pattern(ours), hf, kind) for hf, ours, kind in _TABLE]
-
-
-def _translate(key, rules):
-  for pattern, template, kind in rules:
-    m = pattern.match(key)
-    if m:
-      return template.format(**m.groupdict()), kind
-  return None, ""
 
 
 def hf_to_ours(hf_key: str) -> tuple[str | None, str]:
@@ -72,11 +59,11 @@ def hf_to_ours(hf_key: str) -> tuple[str | None, str]:
   Keys of a full checkpoint ('model.language_model.…') map like the text-only ones."""
   if hf_key.startswith(_FULL_PREFIX):
     hf_key = "model." + hf_key[len(_FULL_PREFIX):]
-  return _translate(hf_key, _HF_TO_OURS)
+  return _translate(hf_key, _HF_TO_OURS, missing="")
 
 
 def ours_to_hf(path: str) -> tuple[str | None, str]:
-  return _translate(path, _OURS_TO_HF)
+  return _translate(path, _OURS_TO_HF, missing="")
 
 
 def _from_hf(tensor, kind):

@@ -15,12 +15,10 @@ from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, train
 
 from lib import tokenizer as tokenizer_lib
 
-_DELIMS = r"(),:{}\[\]|="
-# A piece is non-space non-delimiters closed by one delimiter; or such a run without a
-# delimiter; or whitespace. Spaces never join a word and `=` closes a key, so a value
-# (`agent_b)`, `SITE_A,`, a skill name) is the same token in the prompt's structure, the
-# incoming request and the answer: the model copies tokens instead of learning a mapping.
-SPLIT = rf"[^\s{_DELIMS}]*[{_DELIMS}]|[^\s{_DELIMS}]+|\s+"
+_DELIMS = r"(),:{}\[\]|"
+# A piece is an optional leading space, then non-space non-delimiters closed by one delimiter;
+# or such a run without a delimiter; or whitespace.
+SPLIT = rf" ?[^\s{_DELIMS}]*[{_DELIMS}]| ?[^\s{_DELIMS}]+|\s+"
 
 
 def train_dsl_tokenizer(texts: Iterable[str], vocab_size: int, path

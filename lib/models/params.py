@@ -88,6 +88,19 @@ def _flat_params(state) -> dict[str, tuple]:
   return {".".join(str(p) for p in path): (path, var) for path, var in nnx.to_flat_state(state)}
 
 
+def merge_checked(graphdef, state, expected, values, path, missing, unexpected, mismatched):
+  """Raises one error naming every missing/unexpected/mis-shaped tensor, else fills and merges."""
+  if missing or unexpected or mismatched:
+    lines = [f"cannot load {path}:"]
+    lines += [f"  missing: {k}" for k in missing]
+    lines += [f"  unexpected: {k}" for k in unexpected]
+    lines += [f"  shape mismatch: {m}" for m in mismatched]
+    raise ValueError("\n".join(lines))
+  for key, (_, var) in expected.items():
+    var.set_value(values[key])
+  return nnx.merge(graphdef, state)
+
+
 def load_pretrained(path, dtype="float32", mesh: jax.sharding.Mesh | None = None):
   """Reads a local Hugging Face directory (no network) -> (Qwen model, QwenConfig).
 
@@ -125,15 +138,8 @@ def load_pretrained(path, dtype="float32", mesh: jax.sharding.Mesh | None = None
     tensor = tensor.astype(dtype)
     values[ours] = jax.device_put(tensor, shardings[ours]) if ours in shardings else tensor
   missing = [ours_to_hf(k)[0] or k for k in expected if k not in values]
-  if missing or unexpected or mismatched:
-    lines = [f"cannot load {path}:"]
-    lines += [f"  missing: {k}" for k in missing]
-    lines += [f"  unexpected: {k}" for k in unexpected]
-    lines += [f"  shape mismatch: {m}" for m in mismatched]
-    raise ValueError("\n".join(lines))
-  for key, (_, var) in expected.items():
-    var.set_value(values[key])
-  return nnx.merge(graphdef, state), config
+  return merge_checked(graphdef, state, expected, values, path, missing, unexpected,
+                       mismatched), config
 
 
 def write_safetensors(tensors: dict, path: Path, max_shard_bytes: int) -> None:

@@ -20,7 +20,7 @@ from flax import nnx
 
 from lib.models import sharding as sharding_lib
 from lib.models.params import (_flat_params, _pattern, _safetensors_files, _translate,
-                               write_safetensors)
+                               merge_checked, write_safetensors)
 from lib.models.qwen3_5 import Qwen35
 from lib.models.qwen3_5_config import Qwen35Config
 
@@ -118,15 +118,8 @@ def load_qwen3_5(path, dtype="float32", mesh: jax.sharding.Mesh | None = None):
   for prefix, count in skipped.items():
     log.info("%s: skipped %d tensors under %r (not part of the text decoder)", path, count, prefix)
   missing = [ours_to_hf(k)[0] or k for k in expected if k not in values]
-  if missing or unexpected or mismatched:
-    lines = [f"cannot load {path}:"]
-    lines += [f"  missing: {k}" for k in missing]
-    lines += [f"  unexpected: {k}" for k in unexpected]
-    lines += [f"  shape mismatch: {m}" for m in mismatched]
-    raise ValueError("\n".join(lines))
-  for key, (_, var) in expected.items():
-    var.set_value(values[key])
-  return nnx.merge(graphdef, state), config
+  return merge_checked(graphdef, state, expected, values, path, missing, unexpected,
+                       mismatched), config
 
 
 def save_qwen3_5(model: Qwen35, config: Qwen35Config, path, max_shard_bytes: int = 4 << 30):

@@ -35,7 +35,11 @@ def render(ctx: LocalContext) -> str:
   lines.append(f"prior: template={prior.get('template')} family={prior.get('family')} "
                f"codebook={','.join(prior.get('codebook', ()))}")
   if prior.get("template"):
-    lines.append("structure: " + structure.render(prior["template"], prior.get("view", "full")))
+    # A receiver's peer is the sender; every other stage decides for the sending side.
+    snd, rcv = ((ctx.peer, ctx.agent) if ctx.observation.get("role") == "receiver"
+                else (ctx.agent, ctx.peer))
+    lines.append("structure: " + structure.render(prior["template"], prior.get("view", "full"),
+                                                  roles=(snd, rcv)))
   instruction = _INSTRUCTIONS.get(ctx.stage, "Answer in Short DSL.")
   if ctx.stage == "sender_initial" and prior.get("horizon") == "single":
     instruction = _SINGLE_STEP_FIRST

@@ -1,7 +1,7 @@
 """Chat rendering of local contexts and the DSL-aware tokenizer."""
 import pytest
 
-from agents.gencoord import data, episode as E, prompt, suites
+from agents.gencoord import data, episode as E, prompt, structure, suites
 from agents.gencoord.learned import chat, tokenizer as dsl_tokenizer
 from lib import tokenizer as tokenizer_lib
 
@@ -35,6 +35,28 @@ def test_messages_hold_prior_and_local_context(rows):
   full = chat.messages(E.sender_context(suites.visibility("full")[0]))[1]["content"]
   node = chat.messages(E.sender_context(ep))[1]["content"]
   assert full != node and "<-" in full and "<-" not in node
+
+
+def test_structure_is_bound_to_each_agents_names():
+  ep = suites.forward("heldout")[0]
+  snd_ctx = E.sender_context(ep)
+  rcv_ctx = E.receiver_context(ep, "REQ x")
+  line = lambda ctx: next(x for x in prompt.render(ctx).split("\n")  # noqa: E731
+                          if x.startswith("structure: "))
+  # Sender and receiver see one structure: the same agents in the same roles.
+  assert line(snd_ctx) == line(rcv_ctx)
+  bound = line(snd_ctx)
+  assert f"{ep.sender}:" in bound and f"to={ep.receiver}" in bound
+  assert " snd:" not in bound and " rcv:" not in bound
+  # Unbinding the names gives back the abstract public structure exactly.
+  abstract = structure.render(ep.template, ep.view)
+  unbound = bound.replace(ep.sender, "snd").replace(ep.receiver, "rcv")
+  assert unbound == "structure: " + abstract and " snd:" in abstract
+  # Swapping who sends swaps the names and nothing else.
+  swapped = E.sender_context(suites.forward("heldout")[1])
+  assert suites.forward("heldout")[1].cluster_id == ep.cluster_id
+  assert line(swapped) == bound.replace(ep.sender, "@").replace(ep.receiver, ep.sender).replace(
+      "@", ep.receiver)
 
 
 def test_multi_line_history_stays_together():

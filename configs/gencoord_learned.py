@@ -7,11 +7,17 @@ python launch.py --config=configs/gencoord_learned.py:study=representation --wor
   study=horizon         multi-step vs single-step controller, 80 held-out-template clusters
   study=feedback        E1/E2: A-only / correct / counterfactual feedback + centralized, 40
   study=composition     60 unseen binding cross-products (trained on the 60 seen ones)
+  study=visibility      Direct Short DSL, controlled free-form (trained once, Full view) and
+                        the factorized rule x Full / Skeleton / Node-only x 3 motifs (Fig. S5)
 Add `:seeds=3` for the paper's three seeds, `:debug=True` for a seconds-to-minutes smoke run.
 """
 from configs import common
 from configs.gencoord_learned_common import base
 
+_VIEWS = ("full", "skeleton", "node_only")
+_S5 = {"dsl": ((100, 0, 0), (100, 0, 0), (18.2, 0, 0)),
+       "freeform": ((100, 0, 24.5), (97.4, 0, 16.7), (35.9, 0, 0.5)),
+       "rule": ((100, 100, 100), (100, 46.9, 62.5), (100, 78.1, 100))}
 _STUDIES = {
     "representation": dict(
         recipes=["direct_dsl", "json", "freeform"], suite="heldout", reference="dsl",
@@ -48,6 +54,16 @@ _STUDIES = {
         recipes=["composition"], suite="cross_product", reference="dsl",
         conditions=[dict(name="dsl", recipe="composition")],
         paper={"dsl": "60/60 (Direct Short DSL and explicit-factor composer)"}),
+    "visibility": dict(
+        recipes=["direct_dsl", "freeform"], suite="visibility", reference="dsl/full",
+        # Frozen train-suite (Full view) checkpoints evaluated under each view; the rule is
+        # model-free. Names are method/view.
+        conditions=[dict(name=f"{m}/{v}", view=v, **kw) for m, kw in (
+            ("dsl", dict(recipe="direct_dsl")), ("freeform", dict(recipe="freeform")),
+            ("rule", dict(backend="factorized_rule"))) for v in _VIEWS],
+        # Figure S5, terminal success % per motif (familiar, post_transform, pre_transform).
+        paper={f"{m}/{v}": "familiar {} / post {} / pre {}".format(*cells)
+               for m, per_view in _S5.items() for v, cells in zip(_VIEWS, per_view)}),
 }
 
 
@@ -65,5 +81,9 @@ def get_config(arg=None):
   c.eval.suite = s["suite"]
   c.eval.reference = s["reference"]
   c.eval.conditions = [dict(d) for d in s["conditions"]]
+  # Debug pools take clusters spread over the sorted ids (every motif), not the first ones.
+  c.eval.spread_clusters = arg.study == "visibility"
+  if arg.study == "visibility":     # success matrix only: no timing pool, no throughput pass
+    c.eval.update(timing_clusters=0, throughput=False)
   c.paper = dict(s["paper"])
   return c

@@ -11,6 +11,9 @@ Timing (first seed): TTC = wall time from the first model call of an episode to 
 (parse, check and resolution follow in microseconds), measured warm at batch 1 on
 `eval.timing_clusters` clusters; episode time adds execution and verification in the simulated
 world. Batched throughput = episodes/s when all episodes of the pool are decoded together.
+A condition may name a task-structure `view` (its pool is the suite under that view: the same
+checkpoints, trained once on the Full-view train suite, are evaluated under every view) or a
+model-free `backend` instead of a recipe (the visibility study's factorized rule).
 """
 import json
 import os
@@ -20,7 +23,7 @@ import jax
 import numpy as np
 from absl import logging
 
-from agents.gencoord import data, metrics, protocol, suites
+from agents.gencoord import backends, data, metrics, protocol, suites
 from agents.gencoord.learned import backend as learned_backend
 from agents.gencoord.learned import recipes, sft_rows, tokenizer as dsl_tokenizer, train
 from experiments import gencoord_learned_report as report
@@ -28,20 +31,46 @@ from lib import tb
 from lib.results import ResultsLog, markdown_table, write_summary
 
 
-def _episodes(config):
-  eps = suites.suite(config.eval.suite)
-  if config.eval.max_clusters:
-    keep = set(sorted(suites.clusters(eps))[:config.eval.max_clusters])
+def _episodes(config, view=None):
+  """The evaluation pool (under a task-structure `view` when the condition names one).
+
+  eval.max_clusters keeps the first clusters in sorted order, or with eval.spread_clusters
+  the first clusters of every template in turn (a debug pool still covers every motif, and
+  binding pairs, adjacent in sorted order, stay together)."""
+  eps = suites.suite(config.eval.suite, **({"view": view} if view else {}))
+  n = config.eval.max_clusters
+  if n:
+    ids = sorted(suites.clusters(eps))
+    if config.eval.get("spread_clusters", False):   # quickstart configs leave it unset
+      per: dict = {}
+      for ep in eps:
+        per.setdefault(ep.template, [])
+        if ep.cluster_id not in per[ep.template]:
+          per[ep.template].append(ep.cluster_id)
+      queues = [sorted(v) for _, v in sorted(per.items())]
+      ids = [q[k] for k in range(max(map(len, queues))) for q in queues if k < len(q)]
+    keep = set(ids[:n])
     eps = [ep for ep in eps if ep.cluster_id in keep]
   return eps
 
 
-def _subsample(rows, max_rows):
-  """Every k-th row (debug runs): keeps templates, bindings and stages balanced."""
+def _subsample(rows, max_rows, seed: int = 0):
+  """A fixed-seed random sample of each stage's rows, stages in proportion (debug runs).
+
+  Every k-th row aliases with the regular row order (per episode a stage cycle, per cluster
+  binding and role view): k = 4 kept only sender rows of one binding and one role view."""
   if not max_rows or max_rows >= len(rows):
     return rows
   step = len(rows) / max_rows
-  return [rows[int(i * step)] for i in range(max_rows)]
+  by_stage: dict = {}
+  for r in rows:
+    by_stage.setdefault(r.stage, []).append(r)
+  rng = np.random.default_rng(seed)
+  out = []
+  for stage_rows in by_stage.values():
+    n = max(1, round(len(stage_rows) / step))
+    out += [stage_rows[i] for i in sorted(rng.choice(len(stage_rows), n, replace=False))]
+  return out
 
 
 def _tokenizer(config, workdir, rows_by_recipe):
@@ -64,10 +93,12 @@ def _run_condition(spec, recipe, eps, backend, seed, horizon):
   extra = {"horizon": horizon} if recipe.protocol == "forward" else {}
   recs = runner(eps, backend, spec.condition, **extra)
   rows = []
+  tokens = getattr(backend, "tokens", {})        # model-free rules count no tokens
   for rec in recs:
     row = json.loads(json.dumps(metrics.episode_row(rec), default=list))
-    tok = backend.tokens.get(rec.ep.episode_id, [0, 0])
-    row.update(condition=spec.name, seed=seed, input_tokens=tok[0], output_tokens=tok[1])
+    tok = tokens.get(rec.ep.episode_id, [0, 0])
+    row.update(condition=spec.name, seed=seed, input_tokens=tok[0], output_tokens=tok[1],
+               view=rec.ep.view)
     rows.append(row)
   return rows
 
@@ -106,6 +137,7 @@ def run(config, workdir):
 
   eps = _episodes(config)
   specs = [dict(s) for s in config.eval.conditions]
+  pools = {s.get("view"): _episodes(config, s.get("view")) for s in specs}
   log = ResultsLog(workdir, key=("condition", "seed", "episode_id"))
   train_reports, timing, throughput = {}, {}, {}
   for seed in config.seeds:
@@ -126,24 +158,29 @@ def run(config, workdir):
       models_[n] = model
     for spec_d in specs:
       spec = _Spec(**spec_d)
-      recipe = recipes.get(spec.recipe)
-      todo = [ep for ep in eps if not log.has({"condition": spec.name, "seed": seed,
-                                                "episode_id": ep.episode_id})]
-      llm = learned_backend.flax_llm(models_[spec.recipe], tok, config.eval.max_batch)
-      backend = learned_backend.LearnedBackend(llm, recipe.surface, name=spec.recipe)
+      pool = pools[spec.view]
+      todo = [ep for ep in pool if not log.has({"condition": spec.name, "seed": seed,
+                                                 "episode_id": ep.episode_id})]
+      if spec.backend:              # a model-free backend (the visibility study's rule)
+        recipe = _MODEL_FREE
+        backend = backends.make(spec.backend)
+      else:
+        recipe = recipes.get(spec.recipe)
+        llm = learned_backend.flax_llm(models_[spec.recipe], tok, config.eval.max_batch)
+        backend = learned_backend.LearnedBackend(llm, recipe.surface, name=spec.recipe)
       if todo:
         t0 = time.perf_counter()
         for row in _run_condition(spec, recipe, todo, backend, seed, spec.horizon):
           log.append(row)
         logging.info("condition %s seed %d: %d episodes in %.1fs (incl. compile)", spec.name,
                      seed, len(todo), time.perf_counter() - t0)
-      if seed == config.seeds[0] and config.eval.timing_clusters:
+      if seed == config.seeds[0] and config.eval.timing_clusters and not spec.backend:
         if config.eval.throughput:
           backend.tokens.clear()
           t0 = time.perf_counter()
-          _run_condition(spec, recipe, eps, backend, seed, spec.horizon)
-          throughput[spec.name] = len(eps) / (time.perf_counter() - t0)
-        timing[spec.name] = _timing(spec, recipe, eps, backend, spec.horizon,
+          _run_condition(spec, recipe, pool, backend, seed, spec.horizon)
+          throughput[spec.name] = len(pool) / (time.perf_counter() - t0)
+        timing[spec.name] = _timing(spec, recipe, pool, backend, spec.horizon,
                                     config.eval.timing_clusters)
   rows = log.rows()
   log.close()
@@ -154,5 +191,15 @@ def run(config, workdir):
 
 
 class _Spec:
-  def __init__(self, name, recipe, condition="true", horizon="multi"):
+  """One evaluation condition: a trained recipe (or a model-free `backend`), the request
+  condition, the horizon and the task-structure `view` of its pool (None: the suite's own)."""
+
+  def __init__(self, name, recipe=None, condition="true", horizon="multi", view=None,
+               backend=None):
+    if (recipe is None) == (backend is None):
+      raise ValueError(f"condition {name!r} needs exactly one of recipe / backend")
     self.name, self.recipe, self.condition, self.horizon = name, recipe, condition, horizon
+    self.view, self.backend = view, backend
+
+
+_MODEL_FREE = recipes.Recipe("model_free", "dsl", "forward")   # protocol of rule conditions

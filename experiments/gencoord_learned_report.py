@@ -5,7 +5,8 @@ averaged within a semantic cluster, 10,000 resamples) and the Clopper-Pearson in
 episodes, raw / commitment validity, verified handoff, calls, input/output tokens, wire bytes,
 warm batch-1 TTC and episode time p50/p95, batched episodes/s, and the paper's figure beside
 ours. Paired differences against `eval.reference` use the cluster-paired bootstrap.
-Figures (PNG): training loss curves, success by template with CIs, TTC distribution.
+Figures (PNG): training loss curves, success by template with CIs, TTC distribution, and for
+conditions with a task-structure view the visibility matrix (gencoord_learned_visibility.py).
 """
 import os
 
@@ -137,6 +138,13 @@ def write(config, workdir, rows, specs, eps, train_reports, timing, throughput, 
     fidelity = _field_fidelity(rows_by[counterfactual[0]], eps)
     summary["field_fidelity"] = fidelity
     notes += "\n## Counterfactual feedback: commitment fields\n\n" + markdown_table(fidelity)
+  if any(s.get("view") for s in specs):      # visibility study: the Figure S5 matrix
+    from experiments import gencoord_learned_visibility as vis
+    matrix = vis.cells(rows_by, specs, config.eval.n_resamples, config.eval.bootstrap_seed)
+    summary["visibility"] = vis.table(matrix, dict(config.paper))
+    figures.append(vis.heatmap(workdir, matrix, dict(config.paper)))
+    notes += ("\n## Task-structure visibility matrix (terminal success %, cluster-bootstrap "
+              "95% CI, paper Figure S5 beside)\n\n" + markdown_table(summary["visibility"]))
   if config.get("bar"):
     first = table[0]
     met = (first["success_%"] >= config.bar.success_pct and

@@ -91,12 +91,19 @@ class PromptBackend:
     self.generate_texts, self.name, self.surface = generate_texts, name, surface
     self.learned_calls, self.render = learned_calls, render or default_render
 
-  def generate(self, contexts: Sequence[LocalContext]) -> list[str]:
+  def generate_raw(self, contexts: Sequence[LocalContext]) -> list[str]:
+    """The generator's outputs on this surface, unconverted (free-form dialogue turns)."""
     if not contexts:
       return []
     outputs = self.generate_texts([self.render(c) for c in contexts])
     if len(outputs) != len(contexts):
       raise ValueError(f"generator returned {len(outputs)} outputs for {len(contexts)} prompts")
+    return list(outputs)
+
+  def generate(self, contexts: Sequence[LocalContext]) -> list[str]:
+    if not contexts:
+      return []
+    outputs = self.generate_raw(contexts)
     texts = [to_short_dsl(c, o, self.surface) for c, o in zip(contexts, outputs)]
     self.last_wire = [wire_payload(o, t, self.surface) for o, t in zip(outputs, texts)]
     return texts
@@ -105,7 +112,8 @@ class PromptBackend:
 def wire_payload(raw: str, dsl_text: str, surface: str) -> str | None:
   """What crosses the agent boundary on this surface: the REQ object for structured surfaces
   (Short DSL request line, JSON `req`, or the composed Short DSL request for factor codes),
-  all of the sender's dialogue for free-form. None when undecodable (the protocol fails it)."""
+  the sender's sentence for single-sentence free-form (the multi-turn dialogue counts all its
+  turns itself, protocol.run_dialogue). None when undecodable (the protocol fails it)."""
   try:
     if surface == "freeform":
       return raw

@@ -6,6 +6,9 @@ Forward route (Table S5): for every episode one `sender_initial` row (target: SE
 control (horizon="single") commits only the first sender step with the request and adds one
 `sender_after_obtain` row per episode (the rest of the sender path, decided after the obtain
 step ran): 960 + 960 + 960 rows.
+Controlled free-form (surface "freeform", multi-step) is a dialogue (dialogue.py): one row per
+turn, each with the earlier turns in its context, so a quarter of the views add a
+`sender_intent` and a `receiver_query` row: 1,200 sender + 1,200 receiver rows (Table S6).
 Goal x Capability adds `requester_initial` and `requester_after_response` rows, plus
 `centralized` rows for the full-information reference.
 
@@ -17,7 +20,7 @@ import dataclasses
 import json
 import os
 
-from agents.gencoord import capability, episode as E, surfaces, templates
+from agents.gencoord import capability, dialogue, episode as E, surfaces, templates
 from agents.gencoord.dsl import PeerRequest, Proposal, parse, request_line, serialize
 from agents.gencoord.prompt import render
 from agents.gencoord.skills import normalize_path, produces
@@ -60,6 +63,8 @@ def _full(branch, peer) -> Proposal:
 def forward_rows(episodes, surface: str = "dsl", horizon: str = "multi") -> list[Row]:
   if horizon not in ("multi", "single"):
     raise ValueError(f"horizon must be multi or single, got {horizon!r}")
+  if surface == "freeform" and horizon == "multi":
+    return dialogue_rows(episodes)
   rows = []
   for ep in episodes:
     br = ep.branch()
@@ -80,6 +85,13 @@ def forward_rows(episodes, surface: str = "dsl", horizon: str = "multi") -> list
     rows.append(mk("receiver_after_request", E.receiver_context(ep, request_line(q)),
                    Proposal(br.receiver_path, ()), ep.binding))
   return rows
+
+
+def dialogue_rows(episodes) -> list[Row]:
+  """Every turn of each episode's controlled free-form dialogue, gold earlier turns in context."""
+  return [Row(stage, ep.episode_id, ep.cluster_id, ep.template, ep.binding, ep.role_view,
+              "freeform", ctx, target)
+          for ep in episodes for stage, ctx, target in dialogue.gold_dialogue(ep)]
 
 
 def capability_rows(episodes, surface: str = "dsl", centralized: bool = False) -> list[Row]:
@@ -103,6 +115,9 @@ def capability_rows(episodes, surface: str = "dsl", centralized: bool = False) -
 
 
 def decode(row: Row) -> Proposal:
+  """The row's target as a Proposal (a free-form intent turn: its own path, no request)."""
+  if row.stage == "sender_intent":
+    return Proposal(dialogue.decode_turn(row.target).payload, ())
   if row.surface == "dsl":
     return parse(row.target)
   if row.surface == "factor":
@@ -123,6 +138,9 @@ def decode(row: Row) -> Proposal:
 def validate(row: Row) -> bool:
   """The target decodes and equals the canonical object of the row's binding."""
   ctx = row.context
+  if row.stage == "receiver_query":          # a state reply states the speaker's inventory
+    turn = dialogue.decode_turn(row.target)
+    return turn.kind == "state" and turn.payload == dict(ctx.observation["inventory"])
   snd, rcv = ((ctx.peer, ctx.agent) if row.stage == "receiver_after_request"
               else (ctx.agent, ctx.peer))
   canon = templates.get(row.template).branch(row.binding, snd, rcv, ctx.observation["scale"])
@@ -133,6 +151,8 @@ def validate(row: Row) -> bool:
   if row.stage == "sender_after_obtain":
     return (not q.peer_requests and
             normalize_path(q.self_plan, snd) == normalize_path(canon.sender_path[1:], snd))
+  if row.stage == "sender_intent":
+    return normalize_path(q.self_plan, snd) == normalize_path(canon.sender_path, snd)
   own = canon.sender_path[:1] if ctx.prior.get("horizon") == "single" else canon.sender_path
   return (len(q.peer_requests) == 1 and q.peer_requests[0].target == rcv and
           normalize_path(q.self_plan, snd) == normalize_path(own, snd) and

@@ -75,7 +75,8 @@ class LocalContext:
 
 
 STAGES = ("sender_initial", "receiver_after_request", "requester_initial",
-          "requester_after_response", "centralized", "sender_after_obtain")
+          "requester_after_response", "centralized", "sender_after_obtain",
+          "sender_intent", "receiver_query")
 
 
 def _prior(ep: Episode, horizon: str = "multi") -> dict:

@@ -16,6 +16,9 @@ _INSTRUCTIONS = {
     "requester_after_response": "Revise your proposal so it follows the peer's response.",
     "centralized": "Write the joint plan: your path and the peer's path.",
     "sender_after_obtain": "Write the rest of your own path; request nothing.",
+    # controlled free-form dialogue, the extra opening round (agents/gencoord/dialogue.py)
+    "sender_intent": "Say what you plan to do yourself and ask the peer what it holds.",
+    "receiver_query": "Say what you hold and ask what the peer needs.",
 }
 _SINGLE_STEP_FIRST = "Write only your first local step and the path you request from the peer."
 

@@ -4,6 +4,8 @@ Both loops are batched by stage: every episode's first-stage context goes to the
 one `generate` call, then every surviving episode's second stage, so learned backends batch
 across episodes. Everything after generation (parse -> contract check -> resolve ->
 materialize -> compile -> execute -> verify) is deterministic and backend-independent.
+Controlled free-form runs as a multi-turn dialogue (`run_dialogue`, batched by turn index)
+whose extracted commitment joins the same route.
 
 Conditions are interventions on what crosses the boundary, with the world, call schedule and
 executor unchanged: forward `true` / `removed` (receiver gets no request; the two SELF paths are
@@ -13,7 +15,7 @@ feedback `local` (requester alone commits its initial proposal) / `correct` / `c
 """
 import dataclasses
 
-from agents.gencoord import capability, episode as E, resolve, templates
+from agents.gencoord import capability, dialogue, episode as E, resolve, templates
 from agents.gencoord.contract import valid_proposal
 from agents.gencoord.dsl import (ParseError, PeerRequest, Proposal, parse, request_line,
                                  serialize)
@@ -163,11 +165,16 @@ def run_forward(episodes, backend, condition: str = "true",
 
   horizon="single" is the single-step controller: the sender's first call commits only its
   first step (with the request), a second sender call after that step commits the rest, then
-  the receiver is called as usual (three learned stages instead of two)."""
+  the receiver is called as usual (three learned stages instead of two).
+  A free-form backend (surface "freeform") runs the multi-turn dialogue, `run_dialogue`."""
   if condition not in FORWARD_CONDITIONS:
     raise ValueError(f"unknown forward condition {condition!r}; valid: {FORWARD_CONDITIONS}")
   if horizon not in ("multi", "single"):
     raise ValueError(f"horizon must be multi or single, got {horizon!r}")
+  if getattr(backend, "surface", "dsl") == "freeform" and horizon == "multi":
+    if condition != "true":
+      raise ValueError("the free-form dialogue runs under the true request condition only")
+    return run_dialogue(episodes, backend, world)
   recs = [Record(ep, condition, backend.name) for ep in episodes]
   texts = backend.generate([E.sender_context(ep, horizon) for ep in episodes])
   # Surface-specific wire payloads (JSON req, free-form dialogue) when the backend has them.
@@ -219,6 +226,60 @@ def run_forward(episodes, backend, condition: str = "true",
     else:
       c = resolve.resolve_forward(q_snd, q_rcv, ep.sender, ep.receiver)
     _ground(rec, c, world)
+  return recs
+
+
+def run_dialogue(episodes, backend, world=None) -> list[Record]:
+  """Controlled free-form (agents/gencoord/dialogue.py): turns batched by index across episodes.
+
+  `backend.generate_raw(contexts)` returns the raw turns. Each turn costs the backend's calls
+  and, once it decodes, its UTF-8 bytes cross the boundary (wire = all dialogue bytes); an
+  undecodable turn ends that dialogue with PARSE_FAILURE. After the last turn the shared
+  extractor recovers (sender proposal, receiver commitment), which take the Short DSL route:
+  contract check -> resolve -> materialize -> execute -> verify."""
+  recs = [Record(ep, "true", backend.name) for ep in episodes]
+  turns: list = [[] for _ in recs]
+  alive = list(range(len(recs)))
+  for k in range(len(dialogue.TWO_ROUNDS)):
+    batch = [i for i in alive if k < len(dialogue.schedule(recs[i].ep))]
+    if not batch:
+      break
+    contexts = [dialogue.context(recs[i].ep, dialogue.schedule(recs[i].ep)[k], turns[i])
+                for i in batch]
+    texts = backend.generate_raw(contexts)
+    if len(texts) != len(batch):
+      raise ValueError(f"backend returned {len(texts)} turns for {len(batch)} contexts")
+    for i, text in zip(batch, texts):
+      rec = recs[i]
+      rec.model_calls += backend.learned_calls
+      rec.texts.append(text)
+      try:
+        dialogue.decode_turn(text)
+      except ParseError as e:
+        rec.raw_valid = False
+        rec.result = Fail("PARSE_FAILURE", f"turn {k}: {e}")
+        alive.remove(i)
+        continue
+      rec.wire_bytes += len(text.encode())
+      turns[i].append(text)
+  for i in alive:
+    rec, ep = recs[i], recs[i].ep
+    try:
+      q_snd, q_rcv = dialogue.extract(turns[i])
+    except ParseError as e:
+      rec.raw_valid = False
+      rec.result = Fail("PARSE_FAILURE", f"extraction: {e}")
+      continue
+    if not valid_proposal(q_snd, ep.sender, ep.public) or not _one_request(q_snd):
+      rec.result = Fail("CONTRACT_REJECT", "sender's extracted proposal fails the contract")
+      continue
+    if not valid_proposal(q_rcv, ep.receiver, ep.public) or not q_rcv.self_plan:
+      rec.result = Fail("CONTRACT_REJECT", "receiver's extracted commitment fails the contract")
+      continue
+    rec.receiver_follows_request = (
+        resolve.normalize_path(q_rcv.self_plan, ep.receiver) ==
+        resolve.normalize_path(q_snd.peer_requests[0].requested_plan, ep.receiver))
+    _ground(rec, resolve.resolve_forward(q_snd, q_rcv, ep.sender, ep.receiver), world)
   return recs
 
 

@@ -2,7 +2,8 @@
 
 - `json`: the proposal as compact JSON ({"self": [...], "req": {"target", "plan"} | null}).
 - `freeform`: controlled natural-language sentences, one clause per task, and the shared
-  extractor `decode_freeform` that recovers the Proposal from them.
+  extractor `decode_freeform` that recovers the Proposal from them (one proposal or commitment
+  turn; `dialogue.py` builds the multi-turn free-form exchange from these turns).
 Factor codes (the binding id alone) need the public composer and live in `backends_rule`.
 Every decoder raises `ParseError` on undecodable text, like `dsl.parse`.
 """
@@ -78,12 +79,21 @@ def _clause(t: Task) -> str:
   return text + (f" (branch {args['bind']})" if "bind" in args else "")
 
 
+def clauses(tasks) -> str:
+  """A path as controlled clauses: "obtain 4 cobblestone, then give 4 cobblestone to agent_b"."""
+  return ", then ".join(_clause(t) for t in tasks)
+
+
+def decode_clauses(text: str) -> tuple:
+  """Inverse of `clauses` (ParseError on any clause no task phrase matches)."""
+  return tuple(_decode_clause(c) for c in text.split(", then "))
+
+
 def encode_freeform(q: Proposal) -> str:
-  mine = ", then ".join(_clause(t) for t in q.self_plan) if q.self_plan else "nothing"
-  out = f"I will {mine}."
+  out = f"I will {clauses(q.self_plan) if q.self_plan else 'nothing'}."
   if q.peer_requests:
     r = q.peer_requests[0]
-    out += f" {r.target}, please " + ", then ".join(_clause(t) for t in r.requested_plan) + "."
+    out += f" {r.target}, please {clauses(r.requested_plan)}."
   else:
     out += " I request nothing."
   return out
@@ -107,12 +117,10 @@ def decode_freeform(text: str) -> Proposal:
                    r"(.+)\.)", text.strip())
   if not m:
     raise ParseError("free-form text does not follow the controlled sentence frame")
-  mine = () if m.group(1) == "nothing" else tuple(
-      _decode_clause(c) for c in m.group(1).split(", then "))
+  mine = () if m.group(1) == "nothing" else decode_clauses(m.group(1))
   if m.group(2) is None:
     return Proposal(mine, ())
-  return Proposal(mine, (PeerRequest(m.group(2), tuple(
-      _decode_clause(c) for c in m.group(3).split(", then "))),))
+  return Proposal(mine, (PeerRequest(m.group(2), decode_clauses(m.group(3))),))
 
 
 ENCODERS = {"json": encode_json, "freeform": encode_freeform}

@@ -46,8 +46,39 @@ def test_quickstart_pipeline_tiny(tmp_path):
 
 
 def test_study_configs_are_complete():
-  for study in ("representation", "backend", "request", "horizon", "feedback", "composition"):
+  for study in ("representation", "backend", "request", "horizon", "feedback", "composition",
+                "visibility"):
     c = study_configs.get_config(f"study={study},debug=True")
     names = {d["name"] for d in c.eval.conditions}
     assert c.eval.reference in names and set(c.paper) <= names
-    assert {d["recipe"] for d in c.eval.conditions} <= set(c.recipes)
+    assert {d["recipe"] for d in c.eval.conditions if "recipe" in d} <= set(c.recipes)
+    assert all(("recipe" in d) != ("backend" in d) for d in c.eval.conditions)
+  vis = study_configs.get_config("study=visibility")
+  assert len(vis.eval.conditions) == 9 and vis.eval.max_clusters == 0
+  assert {(d["name"].split("/")[0], d["view"]) for d in vis.eval.conditions} == {
+      (m, v) for m in ("dsl", "freeform", "rule") for v in ("full", "skeleton", "node_only")}
+
+
+def test_visibility_study_tiny(tmp_path):
+  """Frozen checkpoints (trained once, Full view) and the rule under every view; the matrix."""
+  c = _tiny(study_configs.get_config("study=visibility,debug=True"))
+  c.eval.update(max_clusters=3, timing_clusters=0, throughput=False)
+  c.train.ckpt_every = 4
+  out = gencoord_learned.run(c, str(tmp_path))
+  assert sorted(out["training"][i]["model"] for i in range(2)) == ["direct_dsl/s0",
+                                                                 "freeform/s0"]
+  rows = [json.loads(x) for x in (tmp_path / "results.jsonl").read_text().splitlines()]
+  assert len(rows) == 9 * 6                    # 9 conditions x 3 clusters x 2 role views
+  for r in rows:                               # each condition ran on its own view's pool
+    assert r["view"] == r["condition"].split("/")[1]
+  assert {r["template"] for r in rows} == {"active_order", "motif_post_transform",
+                                           "motif_pre_transform"}    # spread: every motif
+  matrix = {(m["method"], m["view"]): m for m in out["visibility"]}
+  assert len(matrix) == 9
+  rule_full = matrix[("Factorized rule", "Full")]
+  assert [rule_full[f"{k}_%"] for k in ("familiar", "post_transform", "pre_transform")] == [
+      100.0] * 3
+  assert rule_full["post_transform_paper_%"] == 100.0
+  assert matrix[("Short DSL", "Node-only")]["familiar_paper_%"] == 18.2
+  assert os.path.exists(tmp_path / "visibility_matrix.png")
+  assert "visibility matrix" in (tmp_path / "summary.md").read_text()

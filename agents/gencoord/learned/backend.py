@@ -33,9 +33,9 @@ class LearnedBackend(backends.PromptBackend):
     super().__init__(self._generate_texts, name=name, surface=surface, learned_calls=1,
                      render=lambda ctx: chat.messages(ctx, surface))
 
-  def generate(self, contexts):
-    self._pending = [c.episode_id for c in contexts]
-    return super().generate(contexts)
+  def generate_raw(self, contexts):
+    self._pending = [c.episode_id for c in contexts]   # token counts go to these episodes
+    return super().generate_raw(contexts)
 
   def _generate_texts(self, conversations):
     start = time.perf_counter()

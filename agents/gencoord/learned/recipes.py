@@ -4,7 +4,9 @@ Row counts per seed follow Table S6 (480 training clusters x 2 role views):
   direct_dsl    960 sender_initial + 960 receiver_after_request, Short DSL targets
   factor        the same stages, targets are the binding code (Factor-Code + Rule)
   json          the same stages, JSON targets
-  freeform      the same stages, controlled natural-language targets (shared extractor)
+  freeform      controlled free-form dialogue (dialogue.py), one row per turn: 960 proposal +
+                960 commitment turns, plus 240 intent + 240 state-reply turns where a fixed
+                quarter of the views opens with an extra round: 1,200 sender + 1,200 receiver
   single_step   960 sender_initial (first step + REQ) + 960 sender_after_obtain + 960 receiver
   requester     Goal x Capability: 320 requester_initial + 320 requester_after_response
   centralized   Goal x Capability: 320 centralized rows on the merged views

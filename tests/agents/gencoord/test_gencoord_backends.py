@@ -66,9 +66,10 @@ def _key(prompt: str) -> tuple:
   return tuple(ln for ln in lines if not ln.startswith("incoming: ")), req
 
 
-@pytest.mark.parametrize("surface", ["dsl", "json", "freeform", "factor"])
+@pytest.mark.parametrize("surface", ["dsl", "json", "factor"])
 def test_prompt_backend_surfaces_close_the_loop(surface):
-  """A 'model' that answers with the data builder's target for the prompt it is shown."""
+  """A 'model' that answers with the data builder's target for the prompt it is shown.
+  (Free-form is a multi-turn dialogue: test_gencoord_dialogue.py.)"""
   eps = suites.forward("heldout")[:16]
   rows = data.forward_rows(eps, surface)
   answer = {_key(r.prompt): r.target for r in rows}
@@ -87,8 +88,6 @@ def test_prompt_backend_surfaces_close_the_loop(surface):
       continue
     if surface == "dsl":
       expect = row.target.split("\n")[1]
-    elif surface == "freeform":
-      expect = row.target                      # all of the sender's dialogue
     elif surface == "json":
       expect = json.dumps(json.loads(row.target)["req"], separators=(",", ":"))
     else:                                      # factor codes deliver the composed DSL request

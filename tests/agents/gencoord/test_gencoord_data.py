@@ -40,7 +40,12 @@ def test_other_surfaces_validate(train, surface):
   rows = data.forward_rows(train[:64], surface)
   assert all(data.validate(r) for r in rows)
   assert all(data.validate(r) for r in data.forward_rows(train[:64], surface, "single"))
-  for row, ref in zip(rows, data.forward_rows(train[:64])):   # same canonical fields
+  refs = {(r.episode_id, r.stage): r for r in data.forward_rows(train[:64])}
+  for row in rows:                      # same canonical fields (dialogue: its commit turns)
+    ref = refs.get((row.episode_id, row.stage))
+    if ref is None:
+      assert surface == "freeform" and row.stage in ("sender_intent", "receiver_query")
+      continue
     assert _norm(data.decode(row), row) == _norm(data.decode(ref), ref)
 
 

@@ -2,7 +2,7 @@
 import pytest
 from flax import nnx
 
-from agents.gencoord import backends, episode as E, protocol, suites, surfaces
+from agents.gencoord import backends, data, dialogue, episode as E, protocol, suites, surfaces
 from agents.gencoord.dsl import parse
 from agents.gencoord.learned import backend as learned, chat, tokenizer as dsl_tokenizer
 from agents.gencoord.prompt import render
@@ -18,10 +18,15 @@ class _Oracle:
     self.episodes = episodes
     self.contexts = {chat.user_message(E.sender_context(ep)): E.sender_context(ep)
                      for ep in episodes}
+    # Free-form is a dialogue: every turn's prompt holds the earlier (gold) turns.
+    self.turns = {chat.user_message(r.context): r.target for r in data.dialogue_rows(episodes)}
 
   def __call__(self, messages, rng):
     del rng
     user = messages[1]["content"]
+    if self.surface == "freeform":
+      self.seen.append(messages)
+      return self.turns[user]
     ctx = self.contexts.get(user)
     if ctx is None:                # a receiver: rebuild its context from the delivered line
       incoming = next(ln for ln in user.splitlines() if ln.startswith("incoming: "))[10:]
@@ -42,9 +47,12 @@ def _run(surface):
 @pytest.mark.parametrize("surface", ["dsl", "json", "freeform"])
 def test_closed_loop_through_chat_backend(surface):
   recs, oracle, b = _run(surface)
-  assert all(r.success and r.raw_valid and r.model_calls == 2 for r in recs)
+  rounds = [dialogue.rounds(r.ep) if surface == "freeform" else 1 for r in recs]
+  assert all(r.success and r.raw_valid and r.model_calls == 2 * k for r, k in zip(recs, rounds))
   assert oracle.seen[0][0]["content"] == chat.system_prompt(surface)
-  assert len(b.call_times) == 2 and b.call_times[0][2] == 16     # one batched call per stage
+  # One batched call per stage (per dialogue turn index: 16, 16, then the 4 two-round views).
+  sizes = [16, 16] + ([rounds.count(2)] * 2 if surface == "freeform" else [])
+  assert [c[2] for c in b.call_times] == sizes
   dsl_wire = [r.wire_bytes for r in _run("dsl")[0]]
   if surface != "dsl":
     assert all(w > d for w, d in zip([r.wire_bytes for r in recs], dsl_wire))

@@ -6,7 +6,8 @@ instead keeps a pool of P pre-drawn reset states. An env whose episode ends rest
 entry chosen uniformly at random, and only `refresh_per_step` pool entries are redrawn per step,
 and only on steps where some episode ended (`lax.cond` at batch level, so the reset work really is
 skipped). Every state still comes from `reset_env`, so the start distribution is the env's own;
-the cost is that envs finishing close together may share a start state (pool reuse).
+the cost is that envs finishing close together may share a start state (pool reuse). When few
+episodes end on a step (the common case), only their rows are copied from the pool.
 
 Shapes: observations, states and per-env outputs carry a leading batch axis [B]; the pool carries
 [P]. All randomness comes from the keys passed in.
@@ -35,9 +36,14 @@ def _select(mask, on_true, on_false):
 
 
 class VmapAutoReset:
-  """Runs `num_envs` copies of `env` with pooled auto-reset; same return layout as gymnax `step`."""
+  """Runs `num_envs` copies of `env` with pooled auto-reset; same return layout as gymnax `step`.
 
-  def __init__(self, env, num_envs: int, pool_size: int | None = None, refresh_per_step: int = 1):
+  `max_restarts` (default num_envs // 8) sizes the cheap restart path: when at most that many
+  episodes end on a step, only their rows are copied from the pool; otherwise every row is
+  selected. Both paths give the same result."""
+
+  def __init__(self, env, num_envs: int, pool_size: int | None = None, refresh_per_step: int = 1,
+               max_restarts: int | None = None):
     if num_envs < 1:
       raise ValueError(f"num_envs must be >= 1, got {num_envs}")
     self.env = env
@@ -46,6 +52,9 @@ class VmapAutoReset:
     if not 1 <= refresh_per_step <= self.pool_size:
       raise ValueError(f"refresh_per_step must be in [1, pool_size={self.pool_size}]")
     self.refresh_per_step = refresh_per_step
+    self.max_restarts = max(1, num_envs // 8) if max_restarts is None else max_restarts
+    if not 1 <= self.max_restarts <= num_envs:
+      raise ValueError(f"max_restarts must be in [1, num_envs={num_envs}]")
 
   @property
   def default_params(self):
@@ -72,19 +81,47 @@ class VmapAutoReset:
     truncated = jax.vmap(self.env.is_truncated, in_axes=(0, None))(env_state, params)
     done = terminated | truncated
     pick = jax.random.randint(key_pick, (self.num_envs,), 0, self.pool_size)
-    take = lambda tree: jax.tree.map(lambda x: x[pick], tree)
-    new_obs = _select(done, take(state.pool_obs), obs)
-    new_env_state = _select(done, take(state.pool_state), env_state)
-    pool_obs, pool_state, next_slot = jax.lax.cond(
-        jnp.any(done), self._refresh, lambda *a: a[:3],
-        state.pool_obs, state.pool_state, state.next_slot, key_refresh, params)
+    # Refresh first, then restart from the refreshed pool: the in-place row write then comes
+    # before every read of the pool (written after the restarts' reads, XLA copied the whole
+    # pool every step).
+    pool, next_slot = self._refresh((state.pool_obs, state.pool_state), state.next_slot,
+                                    jnp.any(done), key_refresh, params)
+    new_obs, new_env_state = jax.lax.cond(
+        done.sum() <= self.max_restarts, self._restart_few, self._restart_all,
+        done, pick, pool, (obs, env_state))
     info = {**info, "terminated": terminated, "truncated": truncated, "final_observation": obs}
-    new_state = AutoResetState(new_env_state, pool_obs, pool_state, next_slot)
+    new_state = AutoResetState(new_env_state, *pool, next_slot)
     return new_obs, new_state, reward, terminated, truncated, info
 
-  def _refresh(self, pool_obs, pool_state, next_slot, key, params):
+  def _restart_all(self, done, pick, pool, current):
+    """Env i restarts from pool row pick[i] where done[i]: a full gather and select."""
+    return _select(done, jax.tree.map(lambda x: x[pick], pool), current)
+
+  def _restart_few(self, done, pick, pool, current):
+    """Same result as `_restart_all` when at most `max_restarts` envs are done: the done envs'
+    indices are compacted (rank by an O(B log B) scan: a cumsum lowers to an O(B^2)
+    reduce_window on CPU) and only those rows are gathered and written."""
+    k, b = self.max_restarts, self.num_envs
+    rank = jax.lax.associative_scan(jnp.add, done.astype(jnp.int32)) - 1
+    slot = jnp.where(done, rank, k)                            # k and above: dropped
+    idx = jnp.full(k, b, jnp.int32).at[slot].set(jnp.arange(b, dtype=jnp.int32), mode="drop")
+    src = pick[jnp.minimum(idx, b - 1)]
+    return jax.tree.map(lambda x, p: x.at[idx].set(p[src], mode="drop"), current, pool)
+
+  def _refresh(self, pool, next_slot, any_done, key, params):
+    """Redraws `refresh_per_step` pool rows (round robin) on steps where an episode ended.
+
+    Only the level generation sits under `lax.cond` (on other steps the rows are rewritten
+    with their own values), so the pool is updated in place rather than copied by the cond."""
     rows = (next_slot + jnp.arange(self.refresh_per_step)) % self.pool_size
-    obs, st = jax.vmap(self.env.reset_env, in_axes=(0, None))(
-        jax.random.split(key, self.refresh_per_step), params)
-    put = lambda pool, new: jax.tree.map(lambda p, n: p.at[rows].set(n), pool, new)
-    return put(pool_obs, obs), put(pool_state, st), (next_slot + self.refresh_per_step) % self.pool_size
+    def generate(k):
+      if self.refresh_per_step == 1:  # unbatched: vmap would turn the generator's loops into
+        return jax.tree.map(lambda x: x[None], self.env.reset_env(k, params))  # masked ones
+      return jax.vmap(self.env.reset_env, in_axes=(0, None))(
+          jax.random.split(k, self.refresh_per_step), params)
+    keep = lambda k: jax.tree.map(lambda p: p[rows], pool)
+    fresh = jax.lax.cond(any_done, generate, keep, key)
+    pool = jax.tree.map(lambda p, n: p.at[rows].set(n), pool, fresh)
+    next_slot = jnp.where(any_done, (next_slot + self.refresh_per_step) % self.pool_size,
+                          next_slot)
+    return pool, next_slot

@@ -16,6 +16,7 @@ Shapes: W, H = grid width, height (static per task).
 """
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 from envs.minigrid import constants as C
@@ -106,55 +107,92 @@ def step_world(state: State, action: jax.Array) -> tuple[State, jax.Array, jax.A
   return new_state, reached_goal, reached_lava
 
 
-def view_world_coords(agent_pos: jax.Array, agent_dir: jax.Array) -> jax.Array:
-  """World (x, y) of every view cell, int32 [7, 7, 2] indexed [vx, vy].
+def _view_offsets() -> np.ndarray:
+  """int32 [4, 7, 7, 2]: per direction, the world offset of every view cell [vx, vy].
 
   The agent sits at view cell (3, 6) looking towards vy = 0; inverting Farama's
   `get_view_coords` gives world = pos + f * (6 - vy) + r * (vx - 3), r = (-f_y, f_x).
+  Tabulated so that rotating the view is a row lookup, not per-direction arithmetic.
   """
-  f = _DIR_TO_VEC[agent_dir]
-  r = jnp.stack([-f[1], f[0]])
-  v = jnp.arange(C.VIEW_SIZE)
+  v = np.arange(C.VIEW_SIZE)
   fwd_steps = (C.VIEW_SIZE - 1 - v)[None, :, None]          # by vy
   right_steps = (v - C.VIEW_SIZE // 2)[:, None, None]       # by vx
-  return agent_pos[None, None, :] + f[None, None, :] * fwd_steps + r[None, None, :] * right_steps
+  out = []
+  for f in C.DIR_TO_VEC:
+    r = np.array([-f[1], f[0]])
+    out.append(f[None, None, :] * fwd_steps + r[None, None, :] * right_steps)
+  return np.stack(out).astype(np.int32)
+
+
+_VIEW_OFFSETS = _view_offsets()
+_AGENT_CELL = np.zeros((C.VIEW_SIZE, C.VIEW_SIZE, 1), bool)
+_AGENT_CELL[C.VIEW_SIZE // 2, C.VIEW_SIZE - 1] = True
+
+
+def view_world_coords(agent_pos: jax.Array, agent_dir: jax.Array) -> jax.Array:
+  """World (x, y) of every view cell, int32 [7, 7, 2] indexed [vx, vy]."""
+  return agent_pos[None, None, :] + jnp.asarray(_VIEW_OFFSETS)[agent_dir]
+
+
+def _row_table() -> np.ndarray:
+  """Farama's `process_vis` for one view row, tabulated: int32 [128 * 128].
+
+  Entry m * 128 + t, for the row's incoming lit bits m and see-through bits t (bit i = column
+  vx = i), holds the row's final lit bits | (bits it lights in the next row out) << 7. Built by
+  running Farama's two passes literally (left to right over columns 0..5, then right to left
+  over 6..1) on all 2^14 (m, t) pairs at once: a lit see-through cell lights its neighbour in
+  the pass direction and, in the next row, itself and that neighbour.
+  """
+  n = C.VIEW_SIZE
+  code = np.arange(1 << (2 * n))
+  m, t = code >> n, code & ((1 << n) - 1)
+  lit = [(m >> i) & 1 for i in range(n)]
+  see = [(t >> i) & 1 for i in range(n)]
+  nxt = [np.zeros_like(code) for _ in range(n)]
+  for order, step in ((range(n - 1), 1), (range(n - 1, 0, -1), -1)):
+    for i in order:
+      on = lit[i] & see[i]
+      lit[i + step] = lit[i + step] | on
+      nxt[i + step] = nxt[i + step] | on
+      nxt[i] = nxt[i] | on
+  out = sum(lit[i] << i for i in range(n)) | (sum(nxt[i] << i for i in range(n)) << n)
+  return out.astype(np.int32)
+
+
+_ROW_TABLE = _row_table()
+_BITS = 1 << np.arange(C.VIEW_SIZE, dtype=np.int32)
 
 
 def _visibility(transparent: jax.Array) -> jax.Array:
   """Farama `Grid.process_vis` on the rotated view: bool [7, 7] indexed [vx, vy].
 
-  Farama walks rows from the agent's (vy = 6) outwards; within a row light spreads
-  left-to-right, then right-to-left, through see-through cells, and each lit see-through cell
-  lights the cell ahead of it and the diagonal one in the pass direction. Per row, the
-  sequential passes are computed at once: light spreads from k to i in the left pass iff
-  k <= i and cells k..i-1 are all see-through, i.e. their count of blockers is zero.
+  Farama walks rows from the agent's (vy = 6) outwards and a row's result depends only on the
+  cells it lit in the row before and its own see-through cells, so each row is one lookup in
+  `_ROW_TABLE` (seven chained scalar gathers instead of per-cell passes).
   """
   n = C.VIEW_SIZE
-  idx = jnp.arange(n)
-  lower = idx[:, None] <= idx[None, :]                       # [k, i]: k <= i
-  row_mask = jnp.zeros(n, bool).at[n // 2].set(True)
+  codes = (transparent.astype(jnp.int32) * _BITS[:, None]).sum(0)     # [vy]: see-through bits
+  table = jnp.asarray(_ROW_TABLE)
+  incoming = jnp.int32(1 << (n // 2))                                  # the agent's own cell
   rows = [None] * n
   for j in reversed(range(n)):
-    t = transparent[:, j]
-    blockers = jnp.concatenate([jnp.zeros(1, jnp.int32), jnp.cumsum(~t, dtype=jnp.int32)])
-    same_left = blockers[:n][:, None] == blockers[:n][None, :]    # none blocked in [k, i)
-    same_right = blockers[1:][:, None] == blockers[1:][None, :]   # none blocked in (i, k]
-    m1 = (row_mask[:, None] & lower & same_left).any(0)
-    m2 = (m1[:, None] & lower.T & same_right).any(0)
-    rows[j] = m2
-    a = m1 & t & (idx < n - 1)      # lit in the left pass (which stops at the last column)
-    b = m2 & t & (idx > 0)          # lit in the right pass (which stops at the first column)
-    row_mask = a | b | jnp.pad(a[:-1], (1, 0)) | jnp.pad(b[1:], (0, 1))
-  return jnp.stack(rows, axis=1)
+    entry = table[incoming * (1 << n) + codes[j]]
+    rows[j] = entry & ((1 << n) - 1)
+    incoming = entry >> n
+  lit = jnp.stack(rows)                                                # [vy]
+  return ((lit[None, :] & _BITS[:, None]) != 0)
 
 
 def view_cells(state: State) -> jax.Array:
-  """The unmasked egocentric 7x7 slice, uint8 [7, 7, 3]; outside the grid reads as grey wall."""
+  """The unmasked egocentric 7x7 slice, uint8 [7, 7, 3]; outside the grid reads as grey wall.
+
+  One gather of 49 cells from the flattened grid (a flat index per cell is cheaper under vmap
+  than a two-coordinate gather)."""
   coords = view_world_coords(state.agent_pos, state.agent_dir)
   w, h = state.grid.shape[:2]
   x, y = coords[..., 0], coords[..., 1]
   inside = (x >= 0) & (x < w) & (y >= 0) & (y < h)
-  cells = state.grid[jnp.clip(x, 0, w - 1), jnp.clip(y, 0, h - 1)]
+  cells = state.grid.reshape(w * h, 3)[jnp.where(inside, x * h + y, 0)]
   return jnp.where(inside[..., None], cells, _WALL_CELL)
 
 
@@ -166,5 +204,5 @@ def observe(state: State) -> tuple[jax.Array, jax.Array]:
   cells = view_cells(state)
   visible = _visibility(see_behind(cells))
   image = jnp.where(visible[..., None], cells, jnp.zeros_like(cells))
-  image = image.at[C.VIEW_SIZE // 2, C.VIEW_SIZE - 1].set(state.carrying)
-  return image, visible
+  # a static select rather than `.at[].set`, which XLA emits as a separate copy + update
+  return jnp.where(_AGENT_CELL, state.carrying, image), visible

@@ -85,11 +85,25 @@ def uniform_int(u: jax.Array, low, high) -> jax.Array:
 
 
 def pick_index(u: jax.Array, flat_mask: jax.Array) -> tuple[jax.Array, jax.Array]:
-  """A uniform True index of a 1-D bool mask from u in [0, 1): (index, ok)."""
-  counts = jnp.cumsum(flat_mask.astype(jnp.int32))
-  total = counts[-1]
+  """A uniform True index of a 1-D bool mask from u in [0, 1): (index, ok).
+
+  The index is that of the (r+1)-th True entry, r = uniform_int(u, 0, count). XLA on CPU lowers
+  a cumsum of n entries to an O(n^2) reduce_window (about 2M adds for place_agent's 19x19x4
+  mask), so the mask is cut into ~sqrt(n) chunks: pick the chunk by a cumsum of chunk counts,
+  then the entry by a cumsum inside that chunk. Same index as the flat cumsum, in O(n).
+  """
+  n = flat_mask.shape[0]
+  width = int(np.ceil(np.sqrt(n)))
+  chunks = -(-n // width)
+  m = jnp.pad(flat_mask.astype(jnp.int32), (0, chunks * width - n)).reshape(chunks, width)
+  per_chunk = m.sum(1)
+  before_end = jnp.cumsum(per_chunk)
+  total = before_end[-1]
   r = uniform_int(u, 0, jnp.maximum(total, 1))
-  return jnp.argmax(counts > r).astype(jnp.int32), total > 0
+  chunk = jnp.argmax(before_end > r)
+  rest = r - (before_end[chunk] - per_chunk[chunk])
+  col = jnp.argmax(jnp.cumsum(m[chunk]) > rest)
+  return (chunk * width + col).astype(jnp.int32), total > 0
 
 
 def sample_cell(u: jax.Array, mask: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -121,6 +135,22 @@ def add_object(u, grid, mask, agent_pos, cell):
   Returns (grid, pos, ok)."""
   valid = mask & is_free(grid) & ~near(agent_pos, grid.shape[:2])
   pos, ok = sample_cell(u, valid)
+  return put(grid, pos, cell, ok), pos, ok
+
+
+def add_object_in_room(u, grid, layout: RoomLayout, i, j, agent_pos, cell):
+  """`add_object(u, grid, room_mask(layout, i, j), agent_pos, cell)` on the room's
+  size x size window instead of the whole grid (7x fewer cells on the 3x3-room levels).
+
+  The window lists the room's cells in the same x-major order as the full grid, so the same
+  uniform picks the same cell. Returns (grid, pos, ok)."""
+  x0, y0 = i * (layout.size - 1), j * (layout.size - 1)
+  window = jax.lax.dynamic_slice(grid[..., 0], (x0, y0), (layout.size, layout.size))
+  xs = x0 + jnp.arange(layout.size)[:, None]
+  ys = y0 + jnp.arange(layout.size)[None, :]
+  near_agent = (jnp.abs(xs - agent_pos[0]) + jnp.abs(ys - agent_pos[1])) < 2
+  local, ok = sample_cell(u, (window == C.EMPTY) & ~near_agent)
+  pos = (local + jnp.stack([x0, y0])).astype(jnp.int32)
   return put(grid, pos, cell, ok), pos, ok
 
 
@@ -226,24 +256,32 @@ def connect_all(u, grid, layout: RoomLayout, offsets):
 
 def objects_reachable(grid: jax.Array, agent_pos: jax.Array) -> jax.Array:
   """`RoomGridLevel.check_objs_reachable`: every non-wall object is reachable from the agent
-  walking through empty cells and doors (of any state) without moving anything."""
+  walking through empty cells and doors (of any state) without moving anything.
+
+  Flood fill on bit-packed columns (bit y of word x is cell (x, y)): one dilation is a few
+  shifts of W words instead of elementwise ops over W * H cells."""
   typ = grid[..., 0]
-  passable = (typ == C.EMPTY) | (typ == C.DOOR)
+  w, h = typ.shape
+  if h > 31:  # bit h (one past the grid) must still fit in the word
+    raise ValueError(f"objects_reachable packs columns into uint32: height {h} > 31")
+  bits = jnp.left_shift(jnp.uint32(1), jnp.arange(h, dtype=jnp.uint32))
+  pack = lambda m: (m.astype(jnp.uint32) * bits).sum(1, dtype=jnp.uint32)   # distinct bits: OR
+  passable = pack((typ == C.EMPTY) | (typ == C.DOOR))
+  objects = pack((typ != C.EMPTY) & (typ != C.WALL))
 
-  def dilate(m):
+  def dilate(m):  # 4-neighbourhood; a bit shifted past row h - 1 is never passable or an object
     p = jnp.pad(m, 1)
-    return m | p[2:, 1:-1] | p[:-2, 1:-1] | p[1:-1, 2:] | p[1:-1, :-2]
+    return m | (m << 1) | (m >> 1) | p[:-2] | p[2:]
 
-  start = jnp.zeros(typ.shape, bool).at[agent_pos[0], agent_pos[1]].set(True)
+  start = jnp.zeros(w, jnp.uint32).at[agent_pos[0]].set(
+      jnp.left_shift(jnp.uint32(1), agent_pos[1].astype(jnp.uint32)))
 
   def body(carry):  # several dilations per iteration: fewer (costly) while-loop round trips
     m, _ = carry
     new = m
-    for _ in range(4):
+    for _ in range(8):
       new = new | (dilate(new) & passable)
     return new, (new != m).any()
 
   expanded, _ = jax.lax.while_loop(lambda c: c[1], body, (start, jnp.bool_(True)))
-  reached = dilate(expanded)
-  objects = (typ != C.EMPTY) & (typ != C.WALL)
-  return ~(objects & ~reached).any()
+  return ~(objects & ~dilate(expanded)).any()

@@ -42,8 +42,7 @@ def _distractors(u, grid, layout, agent_pos):
     obj = rooms.random_object(u[t, :2])
     i = rooms.uniform_int(u[t, 2], 0, layout.cols)
     j = rooms.uniform_int(u[t, 3], 0, layout.rows)
-    grid, _, placed = rooms.add_object(u[t, 4], grid, rooms.room_mask(layout, i, j), agent_pos,
-                                       obj)
+    grid, _, placed = rooms.add_object_in_room(u[t, 4], grid, layout, i, j, agent_pos, obj)
     return grid, objs.at[t].set(obj), ok & placed
   objs = jnp.zeros((u.shape[0], 3), jnp.uint8)
   return jax.lax.fori_loop(0, u.shape[0], body, (grid, objs, jnp.bool_(True)))

@@ -68,3 +68,23 @@ def test_jit_once_in_scan():
   a, b = run(jax.random.key(0)), run(jax.random.key(0))
   np.testing.assert_array_equal(a, b)
   assert a.shape == (30, 16) and np.isfinite(np.asarray(a)).all()
+
+
+def test_restart_paths_agree():
+  """Copying only the ended rows (max_restarts = num_envs) and the full select (max_restarts = 1,
+  taken whenever two or more episodes end) give identical outputs and states, step by step."""
+  env = _env(max_steps=5)
+  few = wrappers.VmapAutoReset(env, num_envs=32, pool_size=8, max_restarts=32)
+  full = wrappers.VmapAutoReset(env, num_envs=32, pool_size=8, max_restarts=1)
+  _, s_few = few.reset(jax.random.key(3))
+  _, s_full = full.reset(jax.random.key(3))
+  n_done = []
+  for t in range(12):
+    key, action = jax.random.key(200 + t), jax.random.randint(jax.random.key(t), (32,), 0, 4)
+    out_few, out_full = few.step(key, s_few, action), full.step(key, s_full, action)
+    chex.assert_trees_all_equal(out_few, out_full)
+    s_few, s_full = out_few[1], out_full[1]
+    n_done.append(int((out_few[3] | out_few[4]).sum()))
+  assert max(n_done) >= 2   # the full select really ran
+  with np.testing.assert_raises(ValueError):
+    wrappers.VmapAutoReset(env, num_envs=4, max_restarts=5)

@@ -4,6 +4,7 @@
 """
 import fcntl
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -26,9 +27,16 @@ def node_binary() -> str:
   return node
 
 
+def dependencies() -> list:
+  """The package's direct npm dependencies, as package.json names them."""
+  with open(os.path.join(PACKAGE_DIR, "package.json")) as f:
+    return sorted(json.load(f)["dependencies"])
+
+
 def _installed() -> bool:
+  # Every direct dependency, so a node_modules from before a new one was added is reinstalled.
   return all(os.path.exists(os.path.join(PACKAGE_DIR, "node_modules", name, "package.json"))
-             for name in ("flying-squid", "mineflayer", "minecraft-data"))
+             for name in dependencies())
 
 
 def ensure_installed(timeout_s: float = 600.0) -> str:

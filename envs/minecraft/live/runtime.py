@@ -30,7 +30,7 @@ def free_port() -> int:
 
 @dataclasses.dataclass
 class LiveConfig:
-  speed: float = 1.0               # blocks per 50 ms tick while walking (0.22 = vanilla walk)
+  speed: float = 1.0               # movement speed, multiple of vanilla (pathfinder sprints: ~5.6 blocks/s)
   startup_timeout_s: float = 60.0
   op_timeout_s: float = 30.0
   log_dir: str | None = None       # Node logs (server.log, bots.log) for diagnostics
@@ -137,7 +137,8 @@ class LiveRuntime:
         return LiveWorld(self, layout, episode_id, t0)
       time.sleep(0.02)
     self.broken = True
-    raise BackendFailure("agents did not reach their start cells on the server")
+    raise BackendFailure("agents did not reach their start cells on the server: " + ", ".join(
+        f"{n} at {agents[n]['pos'] if n in agents else None}, not {p}" for n, p in starts.items()))
 
   def world_for(self, ep) -> LiveWorld:
     """The `world` hook of the GenCoord closed loop: a live world for episode `ep`."""

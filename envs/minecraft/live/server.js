@@ -2,7 +2,7 @@
 //
 //   node server.js <port>
 // Control channel (channel.js, two inherited pipes): {"event":"ready","port":N} once listening, then one
-// reply {"id":..,"ok":..,"result"|"error":..} per request {"id":..,"op":"reset|state|recipes|ping"}.
+// reply {"id":..,"ok":..,"result"|"error":..} per request {"id":..,"op":"reset|state|recipes|blocks|ping"}.
 // flying-squid's own console and logs stay on stdin/stdout. EOF on the request pipe ends the process.
 const { serve } = require('./channel')
 const mcServer = require('flying-squid')
@@ -36,6 +36,7 @@ const send = serve({
   ping: async () => ({ players: serv.players.map(p => p.username) }),
   reset: (req) => serv.workcellControl.reset(req.layout),
   state: async () => serv.workcellControl.state(),
-  recipes: async (req) => serv.workcellControl.recipes(req.items)
+  recipes: async (req) => serv.workcellControl.recipes(req.items),
+  blocks: (req) => serv.workcellControl.blocks(req.positions)
 })
 serv.once('ready', () => send({ event: 'ready', port }))

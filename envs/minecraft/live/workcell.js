@@ -3,8 +3,11 @@
 // Stock flying-squid 1.12 cannot run crafting windows, chest windows or item tosses on 1.21.x,
 // so those operations run here, against the server's own player inventories, driven by bot
 // chat commands `/wc <op> <json>`. Digging source blocks is a real client dig: the plugin
-// credits the drop into the digger's inventory and restores the source block. Every refusal
-// mirrors the Python simulator (envs/minecraft/world.py): reach, tools, stations, modes.
+// credits the drop into the digger's inventory and restores the source block. Site building is
+// real client placing: the plugin checks the request, hands the bot the footprint cells, lets
+// flying-squid's own block_place handler set each block and takes the item from the placer's
+// server-side inventory. Every refusal mirrors the Python simulator (envs/minecraft/world.py):
+// reach, tools, stations, modes.
 const Vec3 = require('vec3').Vec3
 
 const REACH = 4.5 // survival block-interaction reach (blocks), as in the simulator
@@ -17,7 +20,8 @@ const FUEL_VALUE = { coal: 8.0, charcoal: 8.0, oak_log: 1.5, oak_planks: 1.5, st
 const RAW = new Set(['oak_log', 'oak_planks', 'cobblestone', 'sand', 'coal'])
 const FINISHED = new Set(['crafting_table', 'stick', 'chest', 'furnace', 'stone', 'glass', 'charcoal', 'wooden_pickaxe'])
 
-class Refused extends Error {}
+class Refused extends Error {} // the world says no: an ActionError in Python
+class Fault extends Error {} // the backend went wrong: a BackendFailure in Python
 
 async function until (test, ms) { // bounded poll
   for (const end = Date.now() + ms; Date.now() < end;) {
@@ -36,7 +40,7 @@ function accepts (mode, item) {
 module.exports.server = function (serv) {
   const reg = serv.registry
   const Item = require('prismarine-item')(reg)
-  const cell = { locations: {}, modes: {}, chests: {}, ground: [], built: [], furnaces: {}, openChest: {}, placed: [], credits: 0, digs: {} }
+  const cell = { locations: {}, modes: {}, chests: {}, ground: [], built: [], furnaces: {}, openChest: {}, placed: [], credits: 0, digs: {}, placing: {} }
   serv.workcell = cell
 
   // ------------------------------------------------------------ inventories (authoritative)
@@ -201,21 +205,36 @@ module.exports.server = function (serv) {
       give(p, a.item, a.count)
       return {}
     },
-    async place (p, a) { // site building: blocks go up on a 3x3 footprint centred on the site
+    can_place (p, a) { // site building: blocks go up on a 3x3 footprint centred on the site
       const loc = location(a.site)
       if (loc.kind !== 'site' && loc.kind !== 'marker') throw new Refused(`${a.site} is not a build site`)
       if (!inReach(p, loc)) throw new Refused(`${p.username} is not within reach of ${a.site}`)
-      take(p, a.item, a.count)
-      const already = cell.built.filter(b => b[0] === a.site).reduce((s, b) => s + b[3], 0)
-      if (reg.blocksByName[a.item]) {
-        for (let i = already; i < already + a.count; i++) {
-          const pos = new Vec3(loc.pos[0] + (i % 3) - 1, GROUND_Y + Math.floor(i / 9), loc.pos[1] + (Math.floor(i / 3) % 3) - 1)
-          await setBlock(pos, a.item)
-          cell.placed.push(pos)
-        }
+      const have = count(p, a.item)
+      if (!(a.count > 0) || have < a.count) throw new Refused(`${p.username} has ${have} ${a.item}, needs ${a.count}`)
+      const done = [a.site, a.component, a.item, a.count, p.username]
+      if (!reg.blocksByName[a.item]) { // an item with no block form is delivered, as in the simulator
+        take(p, a.item, a.count)
+        cell.built.push(done)
+        return { cells: [] }
       }
-      cell.built.push([a.site, a.component, a.item, a.count, p.username])
-      return {}
+      const already = cell.built.filter(b => b[0] === a.site).reduce((s, b) => s + b[3], 0)
+      const cells = []
+      for (let i = already; i < already + a.count; i++) cells.push(footprint(loc, i))
+      cell.placing[p.username] = { item: a.item, cells, n: 0, done }
+      return { cells: cells.map(c => [c.x, c.y, c.z]) }
+    },
+    async placed (p) { // the client has seen every block go up; the server's world must agree
+      const job = cell.placing[p.username]
+      if (!job) throw new Fault(`${p.username} has no placing under way`)
+      const all = await until(() => job.n === job.cells.length, 3000) // block_place is handled asynchronously
+      delete cell.placing[p.username]
+      if (!all) throw new Fault(`${p.username} placed ${job.n} of ${job.cells.length} ${job.item}`)
+      for (const c of job.cells) {
+        const b = await serv.overworld.getBlock(c)
+        if (b.name !== job.item) throw new Fault(`the server has ${b.name} at ${c}, not ${job.item}`)
+      }
+      cell.built.push(job.done)
+      return { placed: job.n }
     },
     furnace_load (p, a) {
       const f = furnace(p, a.furnace)
@@ -237,6 +256,30 @@ module.exports.server = function (serv) {
       return {}
     }
   }
+  function footprint (loc, i) { // the i-th block of a site: rows of 3, layers of 9
+    return new Vec3(loc.pos[0] + (i % 3) - 1, GROUND_Y + Math.floor(i / 9), loc.pos[1] + (Math.floor(i / 3) % 3) - 1)
+  }
+  // flying-squid's block_place handler asks serv.placeItem which block an item makes. Only the
+  // next footprint cell of the placer's `can_place` job may be set, with the job's item, and the
+  // item leaves the held slot: stock flying-squid consumes nothing in creative mode, which the
+  // bots play in only so that digs complete at once.
+  const stockPlaceItem = serv.placeItem
+  serv.placeItem = (data) => {
+    const job = cell.placing[data.player.username]
+    const want = job && job.cells[job.n]
+    if (!want || data.item.name !== job.item || !data.placedPosition.equals(want)) return {} // nothing is placed
+    const made = stockPlaceItem(data)
+    if (!reg.blocks[made.id]) return made
+    if (data.player.gameMode !== 0) { // survival: flying-squid takes the item itself
+      const slot = 36 + data.player.heldItemSlot
+      const held = data.player.inventory.slots[slot]
+      data.player.inventory.updateSlot(slot, held.count > 1 ? new Item(held.type, held.count - 1) : null)
+    }
+    job.n++
+    cell.placed.push(want)
+    return made
+  }
+
   function furnace (p, name) {
     const loc = location(name, 'station')
     if (!cell.furnaces[name] || !inReach(p, loc)) throw new Refused(`no furnace ${JSON.stringify(name)} within reach`)
@@ -278,7 +321,7 @@ module.exports.server = function (serv) {
         reply = { seq: args.seq, ok: true, result: await ops[op](p, args) }
       } catch (e) {
         if (!(e instanceof Refused)) process.stderr.write(`workcell ${op}: ${e.stack}\n`)
-        reply = { seq: args.seq, ok: false, error: e.message }
+        reply = { seq: args.seq, ok: false, error: e.message, refused: e instanceof Refused }
       }
       p.system('WC#' + JSON.stringify(reply))
     }
@@ -309,7 +352,7 @@ module.exports.server = function (serv) {
     async reset (layout) {
       for (const pos of cell.placed) await setBlock(pos, 'air')
       for (const loc of Object.values(cell.locations)) await setBlock(blockPos(loc), 'air')
-      Object.assign(cell, { locations: layout.locations, modes: {}, chests: {}, ground: [], built: [], furnaces: {}, openChest: {}, placed: [], credits: 0, digs: {} })
+      Object.assign(cell, { locations: layout.locations, modes: {}, chests: {}, ground: [], built: [], furnaces: {}, openChest: {}, placed: [], credits: 0, digs: {}, placing: {} })
       for (const [name, loc] of Object.entries(layout.locations)) {
         const block = loc.kind === 'chest' ? 'chest' : (loc.block || null) // sites stay empty
         if (block) await setBlock(blockPos(loc), block)
@@ -331,6 +374,9 @@ module.exports.server = function (serv) {
       }
       return { agents, containers: cell.chests, built: cell.built, ground: cell.ground, credits: cell.credits }
     },
+    async blocks (positions) { // block names in the server's own world, for tests
+      return Promise.all(positions.map(async ([x, y, z]) => (await serv.overworld.getBlock(new Vec3(x, y, z))).name))
+    },
     recipes (items) {
       const out = {}
       for (const item of items) out[item] = recipeVariants(item)
@@ -339,12 +385,19 @@ module.exports.server = function (serv) {
   }
 }
 
-// flying-squid 1.12 writes two 1.21.4 packets in older shapes: teleports lack the fields added in
+// flying-squid 1.12 reads the 1.21.4 window click in an older shape: it hands the packet to
+// prismarine-windows, which expects the clicked slot's item in it (pre-1.17 packets carried it;
+// 1.21 sends the client's predicted result instead), so every inventory click, and with it
+// Mineflayer's `equip`, was a silent no-op on the server. Give the click the server's own item
+// before flying-squid's listener applies it. It also writes two 1.21.4 packets in older shapes: teleports lack the fields added in
 // 1.21.2 (velocity, relative flags), so the serializer throws and drops the client; the login
 // packet's game mode sits where 1.20.2+ clients no longer read it (in worldState). Fix both.
 const TELEPORT_PACKETS = new Set(['entity_teleport', 'position'])
 const GAME_MODES = ['survival', 'creative', 'adventure', 'spectator']
 module.exports.player = function (player) {
+  player._client.prependListener('window_click', (click) => {
+    if (click.windowId === 0 && click.slot >= 0 && click.item === undefined) click.item = player.inventory.slots[click.slot] || null
+  })
   const write = player._client.write.bind(player._client)
   player._client.write = (name, params) => {
     if (TELEPORT_PACKETS.has(name)) params = { dx: 0, dy: 0, dz: 0, ...params, flags: params.flags ?? 0 }

@@ -1,0 +1,78 @@
+"""Live backend: placing and walking are Mineflayer client calls the server has to act on.
+
+A bot builds a two-block-high wall with `bot.placeBlock` (its planks start in the main inventory,
+so `bot.equip` has to move them to the hotbar with window clicks first); the test then reads the
+blocks and the inventory back from the server's own world. The same wall must stop a bot that
+walks straight at a marker behind it, while the pathfinder walks around it.
+"""
+import shutil
+
+import pytest
+
+from envs.minecraft import world as W
+
+pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="live backend needs Node.js")
+
+SITE, MARKER, START = (24, 20), (24, 14), (24, 24)
+GROUND_Y = 5                                  # first air layer of the superflat world
+
+
+@pytest.fixture(scope="module")
+def rt(tmp_path_factory):
+  from envs.minecraft.live.node_setup import ensure_installed
+  from envs.minecraft.live.runtime import LiveConfig, LiveRuntime
+  ensure_installed()
+  runtime = LiveRuntime(LiveConfig(speed=4.0, log_dir=str(tmp_path_factory.mktemp("logs"))))
+  runtime.start()
+  yield runtime
+  runtime.close()
+
+
+def _layout(planks):
+  # The wall site lies on the straight line from the start cell to the marker.
+  locations = {"site_a": W.Location("site_a", "site", SITE, ""),
+               "marker": W.Location("marker", "marker", MARKER, "")}
+  starts = {"agent_a": (START, (("oak_planks", planks),), "GENERAL")}
+  return W.Layout(locations, starts, {})
+
+
+def _footprint(layers):
+  return [[SITE[0] + dx, GROUND_Y + y, SITE[1] + dz]
+          for y in range(layers) for dz in (-1, 0, 1) for dx in (-1, 0, 1)]
+
+
+def test_placed_blocks_are_on_the_server_and_the_items_gone(rt):
+  world = rt.reset(_layout(20), "place")
+  assert set(rt.server_request("blocks", positions=_footprint(3))) == {"air"}
+  world.apply(W.Navigate("agent_a", "site_a"))
+  world.apply(W.Place("agent_a", "site_a", "wall", "oak_planks", 11))
+  blocks = rt.server_request("blocks", positions=_footprint(2))
+  assert blocks == ["oak_planks"] * 11 + ["air"] * 7           # row by row, then up a layer
+  assert world.count("agent_a", "oak_planks") == 9
+  assert world.built == [("site_a", "wall", "oak_planks", 11, "agent_a")]
+  # More than the bot holds: refused like the simulator, nothing placed, nothing taken.
+  with pytest.raises(W.ActionError):
+    world.apply(W.Place("agent_a", "site_a", "wall", "oak_planks", 10))
+  assert rt.server_request("blocks", positions=_footprint(2)) == blocks
+  assert world.count("agent_a", "oak_planks") == 9
+  # The next placement continues the footprint where the last one stopped.
+  world.apply(W.Place("agent_a", "site_a", "roof", "oak_planks", 7))
+  assert rt.server_request("blocks", positions=_footprint(2)) == ["oak_planks"] * 18
+  assert world.count("agent_a", "oak_planks") == 2
+
+
+def test_pathfinder_walks_around_a_wall_a_straight_walk_hits(rt):
+  world = rt.reset(_layout(18), "wall")
+  world.apply(W.Navigate("agent_a", "site_a"))
+  world.apply(W.Place("agent_a", "site_a", "wall", "oak_planks", 18))   # 3 wide, 2 high
+  goal = (MARKER[0] + 0.5, MARKER[1] + 2.5)    # where Navigate stands a bot beside the marker
+  # Straight at the goal with the movement keys: the wall's south face (z = 22) stops the bot's
+  # 0.6-wide body at z = 22.3, on both the client and the server.
+  client = rt.bot_request("straight", agent="agent_a", target=list(goal), ticks=100)["pos"]
+  server = world.agents["agent_a"].pos
+  assert client[1] == pytest.approx(SITE[1] + 2.3, abs=0.05)
+  assert server == pytest.approx(tuple(client), abs=1e-6)
+  world.apply(W.Navigate("agent_a", "marker"))
+  x, z = world.agents["agent_a"].pos
+  assert (int(x // 1), int(z // 1)) == (int(goal[0]), int(goal[1]))
+  assert rt.server_request("blocks", positions=_footprint(2)) == ["oak_planks"] * 18   # not dug

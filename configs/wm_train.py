@@ -60,6 +60,7 @@ def get_config(arg=None):
                  max_input_tokens=1024 if arg.debug else MAX_INPUT[arg.env],
                  max_output_tokens=24 if arg.debug else 512,
                  span="next_state",                      # OPSD loss span ("response": all)
+                 pad_prompts_to=0,       # >0: left-pad prompts to this length (one jit shape)
                  log_every=1 if arg.debug else 10, ckpt_every=1 if arg.debug else 50,
                  export=True)
   if arg.debug:

@@ -7,7 +7,10 @@ sample in results.jsonl, resumable). Then, per (env, regime):
 
   pass@k for k in `ks` (unbiased), task-bootstrap 95% bands with the same draws for all conditions,
   a PNG of the curves; pairwise exact McNemar tests on solved/unsolved at pass@samples with Holm
-  adjustment; action failure, loop ratios (step/trajectory-normalised), repeat ratio, turns.
+  adjustment; action failure, loop ratios (step/trajectory-normalised), repeat ratio, turns;
+  a domain breakdown (success and pass@k per ScienceWorld topic / ALFWorld task type / TextWorld
+  game settings, agents/wm/domains.py) and the agent's chain-of-thought length per condition
+  (words inside <think>, backend-counted reply tokens; mean and median).
 
 Prediction accuracy: each condition predicts the next observation of the held-out transitions
 (`heldout.jsonl` from experiments/wm_data.py) greedily; a judge (LLM backend or the offline
@@ -22,10 +25,11 @@ import re
 import numpy as np
 from absl import logging
 
-from agents.wm import data, passk
+from agents.wm import data, domains, passk
 from agents.wm.agent import WorldModelAuditAgent
 from agents.wm.judge import JudgeItem, LLMJudge, RuleBasedJudge, prediction_accuracy
 from agents.wm.metrics import aggregate, episode_metrics
+from agents.wm.prompts import parse_action, parse_think
 from agents.wm.trajectory import from_host_loop_row
 from envs.text.pool import EnvPool
 from experiments.wm_data import text_env_sources
@@ -33,10 +37,11 @@ from lib import tb
 from lib.llm.backend import SamplingParams
 from lib.llm.factory import make_backend
 from lib.llm.host_loop import EpisodeSpec, HostLoop, final_rows
-from lib.results import ResultsLog, write_summary
+from lib.results import ResultsLog, markdown_table, write_summary
 from lib.rewards import extract_next_state
 
 KEY = ("condition", "env", "regime", "level", "sample")
+_THINK_OPEN = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _LISTED = re.compile(r"Actions available now: \[(.*)\]")
 _GENERIC = ("look", "inventory", "look around", "go north", "go south", "open door to kitchen",
             "go to kitchen", "wait1")
@@ -150,14 +155,67 @@ def run(config, workdir):
       table.append(row)
       for k in ks:
         writer.add_scalar(f"{env}/{regime}/{cond}/pass_at_k", row[f"pass@{k}"], k)
+  domains = _domain_table(config, metrics, sources, ks)
+  cot = _cot_table(config, rows)
   summary = {"scale": config.scale_label, "episodes": len(rows), "coverage_tests": tests,
-             "prediction": pred,
+             "prediction": pred, "domains": domains, "cot": cot,
              "backends": {c: dict(b)["kind"] for c, b in config.conditions.items()}}
   scripted = any(dict(b)["kind"] == "scripted" for b in config.conditions.values())
-  write_summary(workdir, summary, table,
+  md = write_summary(workdir, summary, table,
                 title=f"World-model audit evaluation ({config.scale_label})",
                 notes=("pass@k in percent with task-bootstrap 95% band at the largest k; AF = "
                        "action failure, LR = TIDE loop ratio (step / trajectory normalised). "
                        f"Prediction accuracy judge: {pred.get('judge', 'none')}."
                        + (" Backends of kind 'scripted' are random stand-ins: mechanics only, "
                           "not model results." if scripted else "")))
+  with open(md, "a", encoding="utf-8") as f:
+    f.write("\n## Domain breakdown\n\nPer (env, regime, domain): tasks, success (percent of "
+            "episodes) and pass@k over the domain's tasks (percent).\n\n"
+            + markdown_table(domains))
+    f.write("\n## Chain-of-thought length\n\nPer agent reply: words inside <think> and "
+            "backend-counted output tokens (mean / median); think_frac = replies with a "
+            "<think> block, action_frac = replies with a parsed action.\n\n"
+            + markdown_table(cot))
+
+
+def _domain_table(config, metrics, sources, ks) -> list[dict]:
+  """Success and pass@k per (env, regime, domain, condition); domains from agents/wm/domains."""
+  out = []
+  for env, regime in config.runs:
+    levels = sources[env][1]["eval"]
+    sel = [m for m in metrics if m["env"] == env and m["regime"] == regime]
+    for m in sel:
+      m["domain"] = domains.domain(env, levels[m["level"]])
+    for dom in sorted({m["domain"] for m in sel}):
+      part = [m for m in sel if m["domain"] == dom]
+      counts = passk.counts_from_rows(part)
+      curves = passk.pass_at_k_curves(counts, ks)
+      for cond in config.conditions:
+        mine = [m for m in part if m["condition"] == cond]
+        out.append({"env": env, "regime": regime, "domain": dom, "condition": cond,
+                    "tasks": len(counts[cond]),
+                    "success": 100.0 * float(np.mean([m["success"] for m in mine])),
+                    **{f"pass@{k}": 100 * float(curves[cond][i]) for i, k in enumerate(ks)}})
+  return out
+
+
+def _cot_table(config, rows) -> list[dict]:
+  """Reasoning length of the agent's replies per (env, regime, condition)."""
+  out = []
+  for env, regime in config.runs:
+    for cond in config.conditions:
+      calls = [e for r in rows if r["env"] == env and r["regime"] == regime
+               and r["condition"] == cond for e in r["transcript"]
+               if e["type"] == "call" and e.get("error") is None]
+      texts = [e.get("text") or "" for e in calls]
+      words = [len(parse_think(t).split()) for t in texts]
+      tokens = [int(e.get("output_tokens") or 0) for e in calls]
+      stat = lambda f, x: float(f(x)) if x else float("nan")
+      out.append({"env": env, "regime": regime, "condition": cond, "replies": len(calls),
+                  "think_words_mean": stat(np.mean, words),
+                  "think_words_median": stat(np.median, words),
+                  "reply_tokens_mean": stat(np.mean, tokens),
+                  "reply_tokens_median": stat(np.median, tokens),
+                  "think_frac": stat(np.mean, [bool(_THINK_OPEN.search(t)) for t in texts]),
+                  "action_frac": stat(np.mean, [parse_action(t) is not None for t in texts])})
+  return out

@@ -27,6 +27,7 @@ from absl import logging
 from agents.wm import conditions, data, embedders, policy
 from lib import grpo, opsd, optim, train_loop
 from lib.results import write_summary
+from lib.rewards import extract_next_state
 from lib.train_state import TrainState, nnx_apply_fn
 
 
@@ -78,8 +79,8 @@ class PromptSet:
     order = np.random.default_rng([seed, epoch]).permutation(len(self))
     return order[pos * batch:(pos + 1) * batch]
 
-  def padded(self, rows, idx):
-    return policy.pad_left([rows[i] for i in idx], self.pad_id)
+  def padded(self, rows, idx, minimum: int = 16):
+    return policy.pad_left([rows[i] for i in idx], self.pad_id, minimum=minimum)
 
 
 def make_tx(config, steps: int):
@@ -125,25 +126,45 @@ def run(config, workdir):
     trainer = opsd.OPSDTrainer(apply_fn, grpo.nnx_sample_fn(model, temperature=cfg.temperature,
                                                             **sample_kw),
                                state, tx, cfg, teacher_params=initial)
-  span_fn = lambda tokens, lengths: policy.next_state_span(tok, tokens, lengths)
   tokens_seen = int(meta.get("tokens_seen", 0))
   history = list(meta.get("reward_history", []))
+  stats = list(meta.get("stats_history", []))   # per iteration: what the trainer saw
+  pad = c.pad_prompts_to or 16
   for it in range(start, steps):
     idx = prompts.batch_indices(config.seed, it, batch)
     it_key = jax.random.fold_in(jax.random.fold_in(key, 1), it)
-    student = prompts.padded(prompts.student, idx)
+    student = prompts.padded(prompts.student, idx, pad)
+    formed = []   # well-formed replies (a complete, non-empty <next_state>) of this iteration
+
+    def watch(tokens, lengths):
+      formed.extend(extract_next_state(decode(tokens[i], int(lengths[i]))) is not None
+                    for i in range(len(tokens)))
+
     if cond.trainer == "grpo":
-      reward_fn = conditions.make_reward_fn(
+      inner = conditions.make_reward_fn(
           cond, [prompts.targets[i] for i in idx], decode, embed, cfg.group_size,
           jax.random.fold_in(jax.random.fold_in(key, 2), it), config.reward.threshold,
           config.reward.coin_p)
+
+      def reward_fn(tokens, lengths, inner=inner):
+        watch(tokens, lengths)
+        return inner(tokens, lengths)
+
       m = trainer.iteration(*student, reward_fn, it_key)
       history.append(m["reward_mean"])
+      stats.append({"well_formed": float(np.mean(formed)), "reward_std": m["reward_std"],
+                    "nonzero_adv_group_frac": 1.0 - m["zero_std_group_frac"]})
     else:
-      teacher = prompts.padded(prompts.teacher, idx)
-      m = trainer.iteration(student, teacher, it_key,
-                            span_fn=span_fn if c.span == "next_state" else None)
+      def span_fn(tokens, lengths):
+        watch(tokens, lengths)
+        if c.span == "next_state":
+          return policy.next_state_span(tok, tokens, lengths)
+        return np.ones(tokens.shape, np.int32)
+      teacher = prompts.padded(prompts.teacher, idx, pad)
+      m = trainer.iteration(student, teacher, it_key, span_fn=span_fn)
       history.append(m["jsd"])
+      stats.append({"well_formed": float(np.mean(formed)),
+                    "target_span_tokens": m["target_span_tokens"]})
     tokens_seen += int(m["train_tokens"])
     m["tokens_seen"] = tokens_seen
     train_loop.log_scalars(workdir, it + 1, m, f"{cond.trainer}/")
@@ -152,7 +173,8 @@ def run(config, workdir):
                    {k: round(v, 4) for k, v in m.items()})
     if (it + 1) % c.ckpt_every == 0 or it + 1 == steps:
       ckpt.save(it + 1, trainer.state, metadata={"tokens_seen": tokens_seen,
-                                                 "reward_history": history})
+                                                 "reward_history": history,
+                                                 "stats_history": stats})
   final_params = trainer.state.params if cond.trainer else state.params
   hf_dir = policy.export(model, final_params, tok, os.path.join(workdir, "hf")) if c.export else ""
   k = max(1, len(history) // 5)
@@ -165,9 +187,14 @@ def run(config, workdir):
       "resumed_from": start, "tokens_seen": tokens_seen,
       "signal_first": float(np.mean(history[:k])) if history else None,
       "signal_last": float(np.mean(history[-k:])) if history else None,
+      "signal_mean": float(np.mean(history)) if history else None,
+      **{f"{name}_mean": float(np.mean([r[name] for r in stats]))
+         for name in (stats[0] if stats else {})},
       "hf_dir": hf_dir, "wall_s": time.perf_counter() - t_start,
       "cpu_s": time.process_time() - cpu_start}
   signal = "mean reward" if cond.trainer == "grpo" else "student-teacher JSD"
+  # well_formed_mean: replies with a complete <next_state>; for GRPO, reward_std_mean is the
+  # within-batch reward spread and nonzero_adv_group_frac_mean the groups that carry a gradient.
   write_summary(workdir, summary, [summary], title=f"World-model training: {cond.name}",
                 notes=f"{signal} over the first / last {k} iterations: {summary['signal_first']}"
                       f" -> {summary['signal_last']}. Embedder: {summary['embedder']}"

@@ -96,14 +96,18 @@ def direct_distribution(scorer: Scorer, point: DecisionPoint) -> dict[str, float
 
 def sampled_distribution(model, tok, point: DecisionPoint, n: int, key: jax.Array,
                          max_new_tokens: int, temperature: float = 1.0) -> dict:
-  """n CoT replies at `temperature` -> {"dist": final-action distribution, "cot_tokens": mean
-  completion tokens, "think_chars": mean characters inside <think>}."""
+  """n CoT replies at `temperature` -> {"dist": final-action distribution, "reply_tokens": the
+  completion tokens of each reply, "think_tokens": tokens inside <think> of each reply,
+  "think_chars": mean characters inside <think>}."""
   replies = sampling.generate_text(model, tok, [point.messages()] * n, key,
                                    max_new_tokens=max_new_tokens, temperature=temperature)
   actions = [parse_action(r.text, point.admissible) for r in replies]
-  return {"dist": probes.sampled_distribution(actions),
-          "cot_tokens": float(np.mean([r.completion_tokens for r in replies])),
-          "think_chars": float(np.mean([len(parse_think(r.text)) for r in replies]))}
+  thinks = [parse_think(r.text) for r in replies]
+  return {"dist": probes.sampled_distribution(actions), "texts": [r.text for r in replies],
+          "reply_tokens": [int(r.completion_tokens) for r in replies],
+          "think_tokens": [len(tok.encode(t, add_special_tokens=False)) if t else 0
+                           for t in thinks],
+          "think_chars": float(np.mean([len(t) for t in thinks]))}
 
 
 def probe_conditions(models: dict, points: Sequence[DecisionPoint],
@@ -123,7 +127,13 @@ def probe_conditions(models: dict, points: Sequence[DecisionPoint],
     rows[name] = {"condition": name,
                   "pred_preference": float(pref.mean()) if pref.size else float("nan"),
                   "pref_positive_frac": float((pref > 0).mean()) if pref.size else float("nan"),
-                  "cot_tokens": float(np.mean([o["cot_tokens"] for o in outs])),
+                  # CoT length over every sampled reply at every decision point
+                  "cot_tokens": float(np.mean([x for o in outs for x in o["reply_tokens"]])),
+                  "cot_tokens_median": float(np.median([x for o in outs
+                                                        for x in o["reply_tokens"]])),
+                  "think_tokens": float(np.mean([x for o in outs for x in o["think_tokens"]])),
+                  "think_tokens_median": float(np.median([x for o in outs
+                                                          for x in o["think_tokens"]])),
                   "think_chars": float(np.mean([o["think_chars"] for o in outs]))}
   if reference in models:
     for name in models:

@@ -62,4 +62,18 @@ def test_wm_eval_tables_and_plots(data_dir, tmp_path):
   for env, regime in c.runs:
     with open(os.path.join(out, f"passk_{env}_{regime}.png"), "rb") as f:
       assert f.read(4) == b"\x89PNG"
-  assert "scripted" in open(os.path.join(out, "summary.md")).read()
+  md = open(os.path.join(out, "summary.md")).read()
+  assert "scripted" in md and "## Domain breakdown" in md and "## Chain-of-thought length" in md
+  # one domain per env here, so its pass@k is the env's pass@k
+  dom = {(r["env"], r["condition"]): r for r in summary["domains"]}
+  assert {r["domain"] for r in summary["domains"] if r["env"] == "alfworld"} == \
+      {"pick_and_place_simple"}
+  for r in table:
+    d = dom[(r["env"], r["condition"])]
+    assert d["tasks"] == len(c.textworld.eval_seeds if r["env"] == "textworld" else [0])
+    assert d["pass@1"] == pytest.approx(r["pass@1"]) and d["pass@2"] == pytest.approx(r["pass@2"])
+  # the scripted stand-in thinks "Try something." (2 words) or "Unsure." (1 word, no action)
+  for r in summary["cot"]:
+    assert r["replies"] > 0 and r["think_frac"] == 1.0
+    assert r["think_words_mean"] == pytest.approx(1 + r["action_frac"])
+    assert r["think_words_median"] in (1.0, 1.5, 2.0)

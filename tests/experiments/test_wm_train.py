@@ -142,6 +142,12 @@ def test_grpo_resume_matches_uninterrupted_run(tmp_path):
   resumed = wm_train.run(_config(path, "GT-PERM", 2), str(tmp_path / "split"))
   assert (full["steps"], resumed["resumed_from"], full["samples"]) == (2, 1, 8)
   assert full["permute_scores"] and full["embedder"] == "lexical"
+  # what the trainer saw survives the resume (kept in the checkpoint metadata)
+  for k in ("signal_mean", "well_formed_mean", "reward_std_mean", "nonzero_adv_group_frac_mean"):
+    assert resumed[k] == pytest.approx(full[k]), k
+  # an untrained model never closes <next_state> in 6 tokens: nothing well formed, reward 0
+  assert full["well_formed_mean"] == 0.0 and full["signal_mean"] == 0.0
+  assert full["nonzero_adv_group_frac_mean"] == 0.0
   a, b = _params(tmp_path / "full"), _params(tmp_path / "split")
   init = wm_train.run(_config(path, "BASE", 2), str(tmp_path / "base"))
   assert init["steps"] == 0
@@ -163,6 +169,7 @@ def test_opsd_mis_trains_on_the_next_state_span(tmp_path):
   out = wm_train.run(c, str(tmp_path / "opsd"))
   assert out["trainer"] == "opsd" and out["target"] == "mis" and out["steps"] == 1
   assert out["signal_first"] > 0                            # student-teacher JSD
+  assert out["well_formed_mean"] == 0.0 and out["target_span_tokens_mean"] > 0
   assert os.path.exists(tmp_path / "opsd" / "hf" / "tokenizer.json")
 
 

@@ -7,6 +7,7 @@ from flax import nnx
 
 import jax
 from agents.wm import data, policy, probes, probes_model
+from agents.wm.prompts import parse_think
 from lib import models, tokenizer as tokenizer_lib
 
 OBS = ["You are in the kitchen. A fridge is here.", "The fridge is open. It holds an egg.",
@@ -76,7 +77,11 @@ def test_direct_and_sampled_distributions_and_overlap(tiny):
   soft = np.exp(lp - lp.max()) / np.exp(lp - lp.max()).sum()
   np.testing.assert_allclose([p[a] for a in point.admissible], soft, rtol=1e-6)
   s = probes_model.sampled_distribution(model, tok, point, 4, jax.random.key(0), 8)
-  assert sum(s["dist"].values()) == pytest.approx(1.0) and 0 < s["cot_tokens"] <= 8
+  assert sum(s["dist"].values()) == pytest.approx(1.0)
+  assert len(s["reply_tokens"]) == 4 and all(0 < n <= 8 for n in s["reply_tokens"])
+  # think length: tokens of the text inside <think>...</think>, 0 when there is none
+  assert s["think_tokens"] == [len(tok.encode(parse_think(t), add_special_tokens=False))
+                               for t in s["texts"]]
   assert probes.FAILURE in s["dist"]    # a random model does not close an <action> in 8 tokens
   rows = probes_model.probe_conditions({"BASE": (model, tok), "COPY": (model, tok)}, [point],
                                        _samples(), [OBS[0]] * 3, n_samples=2, max_new_tokens=4)

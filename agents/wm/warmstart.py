@@ -1,0 +1,149 @@
+"""SFT warm start of a tiny CPU-scale policy, and the check that it yields a usable GRPO signal.
+
+A randomly initialised tiny model never closes <next_state> within a short output budget, so the
+GT/MIS embedding rewards are all zero and the OPSD target span is empty: only COIN would move the
+weights. The warm start teaches the output contract on short replies:
+
+  world model   <think>{action}</think><next_state>{true next observation}</next_state>
+  agent         <think>{action}</think><action>{action}</action>     (expert steps, no-list)
+
+and keeps only transitions whose whole reply fits the RL output budget (`fits`), so a sampled
+reply can close its tag. `rollout_check` then samples GRPO groups from the warm-started model with
+the trainer's own sampler and reward and reports what GRPO would see: the fraction of well-formed
+replies, the GT reward mean/std and the fraction of groups whose rewards differ (non-zero
+advantage). A degenerate warm start (reward all 0 or all 1) shows up there before training.
+
+    rows = sft_rows(samples, trajs, history_window)
+    kept = [s for s in samples if fits(tok, s, max_output_tokens)]
+    state = sft(model, tok, rows, c, optim_c, seed, workdir)
+    stats = rollout_check(model, tok, kept, ...)
+"""
+import os
+from typing import Any, Sequence
+
+import jax
+import numpy as np
+from absl import logging
+
+from agents.wm import conditions, data, policy
+from agents.wm.prompts import agent_prompt
+from agents.wm.trajectory import Trajectory
+from lib import grpo, optim, sft as sft_lib, tb, tokenizer as tokenizer_lib
+from lib.checkpoint import Checkpointer
+from lib.rewards import extract_next_state
+from lib.train_state import TrainState, nnx_apply_fn
+
+
+def world_model_reply(s: data.WMSample) -> str:
+  # A short think span: the budget goes to the prediction, and the tag must close within it.
+  return f"<think>{s.action}</think><next_state>{s.next_obs}</next_state>"
+
+
+def agent_reply(action: str) -> str:
+  return f"<think>{action}</think><action>{action}</action>"
+
+
+def fits(tok, s: data.WMSample, max_output_tokens: int) -> bool:
+  """True when the whole world-model reply plus EOS fits the output budget."""
+  return len(tok.encode(world_model_reply(s), add_special_tokens=False)) + 1 <= max_output_tokens
+
+
+def sft_rows(samples: Sequence[data.WMSample], trajs: Sequence[Trajectory],
+             history_window: int, teacher_view: bool = False) -> list[tuple[list[dict], str]]:
+  """(messages, reply) pairs: world-model replies and expert agent replies (no-list regime).
+
+  teacher_view adds each world-model row once more under the OPSD teacher's prompt (the true
+  next observation appended as privileged information). A large model reads such context
+  unprompted; a tiny one has never seen that prompt, and an out-of-distribution teacher drags
+  the student away from the output contract instead of towards the privileged content.
+  """
+  rows = [(data.prompt_messages(s), world_model_reply(s)) for s in samples]
+  if teacher_view:
+    rows += [(data.teacher_messages(s), world_model_reply(s)) for s in samples]
+  for traj in trajs:
+    hist = []
+    for t, step in enumerate(traj.steps):
+      if step.action is not None:
+        prompt = agent_prompt(traj.env, traj.task, hist[-history_window:], step.obs, t)
+        rows.append(([{"role": "user", "content": prompt}], agent_reply(step.action)))
+      hist.append((step.obs, step.action))
+  return rows
+
+
+def encode_rows(tok, rows, max_len: int) -> list[tuple[list[int], list[int]]]:
+  """(prompt ids, target ids + EOS) of the rows that fit `max_len`."""
+  end = tok.convert_tokens_to_ids(tokenizer_lib.IM_END)
+  out = []
+  for msgs, reply in rows:
+    prompt = policy.encode_chat(tok, msgs)
+    target = tok.encode(reply, add_special_tokens=False) + [end]
+    if len(prompt) + len(target) <= max_len:
+      out.append((prompt, target))
+  return out
+
+
+def sft(model, encoded, c: Any, optim_c: Any, seed: int, workdir: str) -> tuple[Any, list]:
+  """Right-padded SFT on `encoded` rows (batches drawn with replacement by a seeded Generator,
+  resumable from <workdir>/sft_ckpt). Returns (final params, per-step losses of this session)."""
+  if not encoded:
+    raise ValueError("no SFT row fits max_len")
+  tx = optim.from_config(optim_c, c.steps)
+  apply_fn, params = nnx_apply_fn(model)
+  state = TrainState.create(params, tx)
+  step = jax.jit(sft_lib.make_sft_step(apply_fn, tx), donate_argnums=0)
+  ckpt = Checkpointer(os.path.join(workdir, "sft_ckpt"), max_to_keep=1)
+  start = 0
+  if ckpt.latest_step() is not None:
+    state, meta = ckpt.restore(template=state)
+    start = meta["step"]
+  # One padded length for every batch: a single compiled step.
+  length = max(64, 1 << (max(len(p) + len(t) for p, t in encoded) - 1).bit_length())
+  losses = []
+  for it in range(start, c.steps):
+    idx = np.random.default_rng([seed, it]).choice(len(encoded), c.batch)
+    batch = {k: np.zeros((c.batch, length), np.int32)
+             for k in ("input_ids", "attention_mask", "loss_mask")}
+    for r, i in enumerate(idx):
+      p, t = encoded[i]
+      n = len(p) + len(t)
+      batch["input_ids"][r, :n] = p + t
+      batch["attention_mask"][r, :n] = 1
+      batch["loss_mask"][r, len(p):n] = 1
+    state, m = step(state, batch)
+    losses.append(float(m["loss"]))
+    if (it + 1) % c.log_every == 0:
+      tb.scalars(workdir, it + 1, {"loss": float(np.mean(losses[-c.log_every:]))}, prefix="sft/")
+      logging.info("warm start sft step %d: loss %.3f", it + 1, np.mean(losses[-c.log_every:]))
+    if (it + 1) % c.ckpt_every == 0 or it + 1 == c.steps:
+      ckpt.save(it + 1, state)
+  return state.params, losses
+
+
+def rollout_check(model, tok, samples: Sequence[data.WMSample], *, prompts: int, group_size: int,
+                  max_output_tokens: int, embedder, threshold: float, seed: int,
+                  temperature: float = 1.0) -> dict:
+  """GRPO-GT's view of `model` on the first `prompts` samples: one group of `group_size` replies
+  each, sampled and scored exactly as experiments/wm_train.py does."""
+  sel = list(samples[:prompts])
+  if not sel:
+    raise ValueError("no samples to check")
+  _, params = nnx_apply_fn(model)
+  sample_fn = grpo.nnx_sample_fn(model, max_new_tokens=max_output_tokens,
+                                 temperature=temperature, eos_ids=policy.eos_ids(tok, model),
+                                 pad_id=tok.pad_token_id or 0)
+  ids, mask = policy.pad_left([policy.encode_chat(tok, data.prompt_messages(s)) for s in sel],
+                              tok.pad_token_id)
+  ids, mask = np.repeat(ids, group_size, 0), np.repeat(mask, group_size, 0)
+  key = jax.random.key(seed)
+  tokens, lengths = (np.asarray(x) for x in sample_fn(params, ids, mask, key))
+  decode = lambda row, n: policy.decode(tok, row, n)
+  gt = conditions.get("GRPO-GT")
+  reward_fn = conditions.make_reward_fn(gt, [s.next_obs for s in sel], decode, embedder,
+                                        group_size, jax.random.fold_in(key, 1), threshold)
+  scores = np.asarray(reward_fn(tokens, lengths))
+  texts = [decode(tokens[i], int(lengths[i])) for i in range(len(tokens))]
+  return {"prompts": len(sel), "group_size": group_size,
+          "well_formed": float(np.mean([extract_next_state(t) is not None for t in texts])),
+          "reward_mean": float(scores.mean()), "reward_std": float(scores.std()),
+          "nonzero_adv_group_frac": float(np.mean(scores.std(axis=1) > 0)),
+          "response_len_mean": float(lengths.mean()), "example": texts[0]}

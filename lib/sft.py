@@ -51,7 +51,7 @@ def _split_micro(batch: dict, accum_steps: int) -> dict:
 
 
 def make_sft_step(apply_fn: ApplyFn, tx: optax.GradientTransformation, accum_steps: int = 1,
-                  param_sharding: Any = None):
+                  param_sharding: Any = None, target_window: int = 0):
   """Returns step(state, batch) -> (state, metrics), not yet jitted (jit it with the shardings
   of your mesh, or plainly: `jax.jit(step, donate_argnums=0)`).
 
@@ -60,10 +60,22 @@ def make_sft_step(apply_fn: ApplyFn, tx: optax.GradientTransformation, accum_ste
   `param_sharding`, if given, pins the gradient to the parameters' sharding (FSDP reduce-scatter).
   Metrics: loss, grad_norm, target_tokens, train_tokens (= attention tokens: prompt + target +
   EOS, the budget the papers match), lr-free so one step function serves every schedule.
+
+  `target_window=K` (left-padded rows whose targets all lie in the last K tokens, e.g.
+  prompt-then-answer SFT): the output head and the softmax run on the last K + 1 positions only,
+  the same loss and gradient at a fraction of the head's cost when answers are short. The
+  apply_fn must take `last=` (lib.train_state.nnx_apply_fn does). Targets outside the window
+  would be silently dropped, so the row encoder must check the window (see
+  agents/gencoord/learned/sft_rows.py).
   """
   def loss_fn(params, mb):
-    logits = apply_fn(params, mb["input_ids"], mb["attention_mask"])
-    total, count = causal_lm_loss(logits, mb["input_ids"], mb["loss_mask"], reduction="sum")
+    ids, loss_mask = mb["input_ids"], mb["loss_mask"]
+    if target_window:
+      logits = apply_fn(params, ids, mb["attention_mask"], last=target_window + 1)
+      ids, loss_mask = ids[:, -(target_window + 1):], loss_mask[:, -(target_window + 1):]
+    else:
+      logits = apply_fn(params, ids, mb["attention_mask"])
+    total, count = causal_lm_loss(logits, ids, loss_mask, reduction="sum")
     return total, (count, {})
 
   def step(state: TrainState, batch: dict):

@@ -43,13 +43,18 @@ def nnx_apply_fn(model: nnx.Module, compute_dtype: Any = None) -> tuple[ApplyFn,
   """
   graphdef, params, rest = nnx.split(model, nnx.Param, ...)
 
-  def apply_fn(p, input_ids, attention_mask):
+  def apply_fn(p, input_ids, attention_mask, last: int = 0):
+    """-> float32 logits [B, T, V], or only those of the last `last` positions [B, last, V]
+    (the output head and softmax then run on `last` positions instead of T)."""
     if compute_dtype is not None:
       p = jax.tree.map(
           lambda x: x.astype(compute_dtype) if jnp.issubdtype(x.dtype, jnp.floating) else x, p)
     m = nnx.merge(graphdef, p, rest)
-    logits = m(input_ids, attention_mask=attention_mask,
-               positions=positions_from_mask(attention_mask))
+    positions = positions_from_mask(attention_mask)
+    if last:
+      hidden = m.hidden_states(input_ids, attention_mask=attention_mask, positions=positions)
+      return m.logits(hidden[:, -last:]).astype(jnp.float32)
+    logits = m(input_ids, attention_mask=attention_mask, positions=positions)
     return logits.astype(jnp.float32)
 
   return apply_fn, params

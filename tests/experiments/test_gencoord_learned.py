@@ -12,7 +12,7 @@ from lib.llm.flax_backend import FlaxBackend
 def _tiny(c):
   c.model.update(hidden=32, layers=1, heads=2, kv_heads=1, head_dim=16, mlp=64)
   c.max_rows = 64
-  c.train.update(epochs=1, log_every=1, ckpt_every=2)
+  c.train.update(epochs=1, batch=16, log_every=1, ckpt_every=2)
   c.tokenizer.vocab_size = 400
   c.eval.update(max_clusters=2, timing_clusters=1, throughput=True, n_resamples=200)
   return c

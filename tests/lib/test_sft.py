@@ -105,6 +105,29 @@ def test_accumulation_equals_full_batch_step(setup):
     np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-6)
 
 
+def _left_pad(batch):
+  """Right-padded toy rows -> the same rows left-padded (answers end at the last column)."""
+  out = {k: np.zeros_like(np.asarray(v)) for k, v in batch.items()}
+  for i, n in enumerate(np.asarray(batch["attention_mask"]).sum(1)):
+    for k, v in batch.items():
+      out[k][i, -n:] = np.asarray(v)[i, :n]
+  return {k: jnp.asarray(v) for k, v in out.items()}
+
+
+def test_target_window_step_equals_full_step(setup):
+  _, apply_fn, tx, _, fresh = setup
+  batch = _left_pad(toy_batch(np.random.default_rng(4), 8))
+  full = jax.jit(sft.make_sft_step(apply_fn, tx))(fresh(), batch)
+  window = jax.jit(sft.make_sft_step(apply_fn, tx, target_window=3))(fresh(), batch)
+  assert float(full[1]["target_tokens"]) == float(window[1]["target_tokens"]) == 24
+  np.testing.assert_allclose(float(window[1]["loss"]), float(full[1]["loss"]), rtol=1e-5)
+  for a, b in zip(jax.tree.leaves(window[0].params), jax.tree.leaves(full[0].params)):
+    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-6)
+  # Too small a window drops target tokens: it must change the loss (the encoder's check).
+  short = jax.jit(sft.make_sft_step(apply_fn, tx, target_window=2))(fresh(), batch)
+  assert float(short[1]["target_tokens"]) == 16
+
+
 def test_bfloat16_compute_tracks_float32(setup):
   model, apply_fn, _, _, fresh = setup
   apply_bf16, _ = nnx_apply_fn(model, compute_dtype=jnp.bfloat16)

@@ -1,6 +1,8 @@
 """Supervision rows -> SFT arrays: chat-rendered prompt, then target + EOS, loss on the target.
 
-Layout per row (right-padded to one length, so one compiled train step serves every batch):
+Layout per row (left-padded to one length, so one compiled train step serves every batch, and
+every answer ends at the last column: the train step scores only the last `target_window`
+tokens, see lib.sft.make_sft_step):
   input_ids      prompt tokens (chat template with the assistant opener) + target tokens + EOS
   attention_mask 1 on real tokens
   loss_mask      1 on target tokens and EOS (lib.sft.causal_lm_loss scores token t from t - 1)
@@ -13,7 +15,8 @@ from agents.gencoord.learned import chat
 
 
 def encode_rows(rows, tokenizer, surface: str, multiple: int = 16) -> dict:
-  """-> {input_ids, attention_mask, loss_mask} int32 [N, T] and per-row prompt/target lengths."""
+  """-> {input_ids, attention_mask, loss_mask} int32 [N, T], per-row prompt/target lengths and
+  target_window (the longest target + EOS: every loss token lies in the last target_window)."""
   eos = tokenizer.convert_tokens_to_ids(tokenizer.eos_token)
   pad = tokenizer.pad_token_id or 0
   prompts = [tokenizer.encode(chat.prompt_text(tokenizer, r.context, surface),
@@ -26,11 +29,12 @@ def encode_rows(rows, tokenizer, surface: str, multiple: int = 16) -> dict:
   out["input_ids"][:] = pad
   for i, (p, t) in enumerate(zip(prompts, targets)):
     seq = p + t
-    out["input_ids"][i, :len(seq)] = seq
-    out["attention_mask"][i, :len(seq)] = 1
-    out["loss_mask"][i, len(p):len(seq)] = 1
+    out["input_ids"][i, length - len(seq):] = seq
+    out["attention_mask"][i, length - len(seq):] = 1
+    out["loss_mask"][i, length - len(t):] = 1
   out["prompt_len"] = np.array([len(p) for p in prompts], np.int32)
   out["target_len"] = np.array([len(t) for t in targets], np.int32)
+  out["target_window"] = int(out["target_len"].max())
   return out
 
 

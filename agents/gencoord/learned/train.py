@@ -56,7 +56,8 @@ def train_sft(arrays: dict, tokenizer, config, workdir: str, seed: int, tag: str
     start, history, tokens = int(meta["step"]), [tuple(h) for h in meta["history"]], meta["tokens"]
     prior_wall, prior_cpu = meta["wall_s"], meta["cpu_s"]
     logging.info("%s: resumed at step %d of %d", tag, start, total)
-  step_fn = jax.jit(sft.make_sft_step(apply_fn, tx), donate_argnums=0)
+  step_fn = jax.jit(sft.make_sft_step(apply_fn, tx, target_window=arrays["target_window"]),
+                    donate_argnums=0)
   writer = tb.writer(workdir)
   t0, c0 = time.perf_counter(), time.process_time()
   stamp = lambda: (prior_wall + time.perf_counter() - t0,  # noqa: E731

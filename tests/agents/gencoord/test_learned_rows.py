@@ -40,9 +40,11 @@ def test_loss_mask_covers_exactly_target_and_eos(tmp_path):
     ids, mask = arr["input_ids"][i], arr["loss_mask"][i].astype(bool)
     target = ids[mask].tolist()
     assert target[-1] == eos and tok.decode(target[:-1]) == r.target
-    n = int(arr["attention_mask"][i].sum())
-    assert tok.decode(ids[:n][~mask[:n]].tolist()) == chat.prompt_text(tok, r.context)
-    assert not mask[n:].any() and int(mask.sum()) == arr["target_len"][i]
+    n = int(arr["attention_mask"][i].sum())          # left-padded: real tokens at the end
+    assert arr["attention_mask"][i, -n:].all()
+    assert tok.decode(ids[-n:][~mask[-n:]].tolist()) == chat.prompt_text(tok, r.context)
+    assert not mask[:-n].any() and int(mask.sum()) == arr["target_len"][i]
+    assert mask[-arr["target_window"]:].sum() == mask.sum()      # the train step's window
   a = [b["input_ids"] for b in sft_rows.batches(arr, 8, epoch=1, seed=3)]
   b = [b["input_ids"] for b in sft_rows.batches(arr, 8, epoch=1, seed=3)]
   c = [b["input_ids"] for b in sft_rows.batches(arr, 8, epoch=2, seed=3)]

@@ -21,6 +21,7 @@ CORE = [
     "scipy>=1.11,<2",
     "tqdm>=4.66,<5",
     "matplotlib>=3.8,<4",
+    "jinja2>=3.1,<4",  # chat templates (transformers' apply_chat_template) need it
 ]
 
 ENVS = [

@@ -17,17 +17,6 @@ SITE, MARKER, START = (24, 20), (24, 14), (24, 24)
 GROUND_Y = 5                                  # first air layer of the superflat world
 
 
-@pytest.fixture(scope="module")
-def rt(tmp_path_factory):
-  from envs.minecraft.live.node_setup import ensure_installed
-  from envs.minecraft.live.runtime import LiveConfig, LiveRuntime
-  ensure_installed()
-  runtime = LiveRuntime(LiveConfig(speed=4.0, log_dir=str(tmp_path_factory.mktemp("logs"))))
-  runtime.start()
-  yield runtime
-  runtime.close()
-
-
 def _layout(planks):
   # The wall site lies on the straight line from the start cell to the marker.
   locations = {"site_a": W.Location("site_a", "site", SITE, ""),

@@ -18,17 +18,6 @@ from envs.minecraft.layout import make_layout
 pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="live backend needs Node.js")
 
 
-@pytest.fixture(scope="module")
-def rt(tmp_path_factory):
-  from envs.minecraft.live.node_setup import ensure_installed
-  from envs.minecraft.live.runtime import LiveConfig, LiveRuntime
-  ensure_installed()
-  runtime = LiveRuntime(LiveConfig(speed=4.0, log_dir=str(tmp_path_factory.mktemp("logs"))))
-  runtime.start()
-  yield runtime
-  runtime.close()
-
-
 def _one_per_family(suite="heldout"):
   pick = {}
   for ep in suites.suite(suite):

@@ -16,7 +16,7 @@ def get_config(arg=None):
   c.batch = 32 if arg.debug else arg.batch
   c.steps = 10 if arg.debug else arg.steps
   c.repeats = 1 if arg.debug else arg.repeats
-  c.sections = ["sokoban", "minigrid"]
+  c.sections = ("sokoban", "minigrid")       # a tuple, so --config.sections="('sokoban',)" works
   c.sokoban = dict(num_levels=16 if arg.debug else 256, max_steps=120)
   # the MiniGrid section reads its own options from here (see experiments/bench_minigrid.py)
   c.minigrid = dict(debug=arg.debug)

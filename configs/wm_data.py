@@ -46,7 +46,8 @@ def get_config(arg=None):
       per_task=10)                              # levels per task when a split is named
   c.textworld = dict(enabled=True, train_seeds=[1, 2] if arg.debug else list(range(1, 41)),
                      eval_seeds=[101] if arg.debug else list(range(101, 121)),
-                     games_dir="")  # "" = <workdir>/textworld_games (generated once, reused)
+                     games_dir="",  # "" = <workdir>/textworld_games (generated once, reused)
+                     isolate=True)  # play in a child process (jericho can abort its process)
   # data_dir "" builds a tiny game in ALFWorld's format (labelled as such in the summary)
-  c.alfworld = dict(enabled=True, data_dir="", eval_split="valid_seen")
+  c.alfworld = dict(enabled=True, data_dir="", eval_split="valid_seen", isolate=True)
   return c

@@ -14,7 +14,7 @@ from configs import wm_train as wm_train_config
 
 
 def get_config(arg=None):
-  arg = common.parse_arg(arg, debug=False, steps=200, sft_steps=400, eval_steps=8, samples=8)
+  arg = common.parse_arg(arg, debug=False, steps=200, sft_steps=400, eval_steps=10, samples=8)
   c = ml_collections.ConfigDict()
   c.experiment = "wm_demo"
   c.seed = 0
@@ -29,7 +29,12 @@ def get_config(arg=None):
   d.noisy_reps = 2
   d.n_train, d.n_heldout = 10_000, 200       # every transition of the small pool
   d.scienceworld.train_variations = [0, 1, 3, 4]
-  d.textworld.train_seeds = [1, 2, 3, 4, 5, 6]
+  # 40 generated training games: the agent rows (expert steps, both regimes) must teach a
+  # from-scratch model to act in games it has never seen; 4 unseen games for evaluation
+  if not arg.debug:
+    d.textworld.train_seeds, d.textworld.eval_seeds = list(range(1, 41)), [101, 102, 103, 104]
+  else:
+    d.textworld.train_seeds = [1, 2, 3, 4, 5, 6]
   c.data = d
 
   # the tiny policy: qwen3-tiny widened a little, BPE trained on the data
@@ -65,6 +70,8 @@ def get_config(arg=None):
   e.predict_max_tokens = t.train.max_output_tokens
   e.runs = [("textworld", "list"), ("scienceworld", "no-list")]
   e.scienceworld.eval_variations = [2]
+  if not arg.debug:
+    e.textworld.eval_seeds = list(d.textworld.eval_seeds)
   e.history_window = c.history_window
   c.eval = e
   c.probes = dict(per_game=3, samples=12 if arg.debug else 16, n_samples=4 if arg.debug else 6,

@@ -14,6 +14,7 @@ and benchmarks ScienceWorld stepping: this adapter (simulator calls only) agains
 `ScienceWorldEnv.step` (which also builds look/inventory/valid-action lists every step), both on
 the same JVM and the same gold actions, as steps per second and their ratio.
 """
+import functools
 import os
 import time
 
@@ -44,8 +45,8 @@ def text_env_sources(config, workdir, max_steps: int, gold: bool = True):
     games_dir = tw.games_dir or os.path.join(workdir, "textworld_games")
     games = {s: make_games(games_dir, seeds)
              for s, seeds in (("train", tw.train_seeds), ("eval", tw.eval_seeds))}
-    out["textworld"] = (lambda split, g=games: TextWorldGames(g[split],
-                                                              max_steps=max_steps), games)
+    out["textworld"] = (lambda split, g=games: _maybe_isolated(
+        functools.partial(TextWorldGames, g[split], max_steps=max_steps), tw), games)
   if config.alfworld.enabled:
     from envs.text import alfworld_env  # pylint: disable=import-outside-toplevel
     root = config.alfworld.data_dir
@@ -56,9 +57,19 @@ def text_env_sources(config, workdir, max_steps: int, gold: bool = True):
       write_tiny_game(root, split="valid_seen", obj="Egg", start="Fridge", goal="SinkBasin")
     games = {"train": alfworld_env.list_games(root, "train"),
              "eval": alfworld_env.list_games(root, config.alfworld.eval_split)}
-    out["alfworld"] = (lambda split, g=games: alfworld_env.ALFWorld(
-        root, max_steps=max_steps, game_files=g[split]), games)
+    out["alfworld"] = (lambda split, g=games: _maybe_isolated(functools.partial(
+        alfworld_env.ALFWorld, root, max_steps=max_steps, game_files=g[split]),
+        config.alfworld), games)
   return out
+
+
+def _maybe_isolated(factory, env_config):
+  """TextWorld/ALFWorld games run jericho's Z-machine in-process, and jericho can abort the
+  interpreter; `isolate` (default on) plays them in a child process (envs/text/isolated.py)."""
+  if env_config.get("isolate", True):
+    from envs.text.isolated import IsolatedEnv  # pylint: disable=import-outside-toplevel
+    return IsolatedEnv(factory)
+  return factory()
 
 
 def _scienceworld_levels(tasks, variations, per_task: int) -> list[tuple[str, int]]:

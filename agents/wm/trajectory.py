@@ -24,6 +24,9 @@ class Step:
   next_obs: str
   reward: float = 0.0
   action_failed: bool = False  # the env did not execute it (grammar/precondition failure)
+  # The env's admissible actions at `obs` (None when it lists none): the list-regime prompt of
+  # this step can then be rebuilt for agent SFT rows.
+  admissible: list[str] | None = None
 
   @property
   def executed(self) -> bool:
@@ -138,11 +141,13 @@ def collect(env, policy: Policy, seed: int, max_steps: int | None = None) -> Tra
   steps, last = [], info
   limit = max_steps or getattr(env, "max_steps", 30)
   for _ in range(limit):
+    before = last.get("admissible_actions")
     action = policy.act(obs, last)
     next_obs, reward, terminated, truncated, last = env.step(action)
     if last.get("env_error"):
       break  # the simulator failed mid-step: there is no true next observation to record
-    steps.append(Step(obs, action, next_obs, float(reward), bool(last.get("action_failed"))))
+    steps.append(Step(obs, action, next_obs, float(reward), bool(last.get("action_failed")),
+                      admissible=list(before) if before else None))
     obs = next_obs
     if terminated or truncated:
       break

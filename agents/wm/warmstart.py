@@ -5,7 +5,8 @@ GT/MIS embedding rewards are all zero and the OPSD target span is empty: only CO
 weights. The warm start teaches the output contract on short replies:
 
   world model   <think>{action}</think><next_state>{true next observation}</next_state>
-  agent         <think>{action}</think><action>{action}</action>     (expert steps, no-list)
+  agent         <think>{action}</think><action>{action}</action>     (expert steps, no-list
+                and, where the step recorded the env's admissible actions, list regime)
 
 and keeps only transitions whose whole reply fits the RL output budget (`fits`), so a sampled
 reply can close its tag. `rollout_check` then samples GRPO groups from the warm-started model with
@@ -50,7 +51,8 @@ def fits(tok, s: data.WMSample, max_output_tokens: int) -> bool:
 
 def sft_rows(samples: Sequence[data.WMSample], trajs: Sequence[Trajectory],
              history_window: int, teacher_view: bool = False) -> list[tuple[list[dict], str]]:
-  """(messages, reply) pairs: world-model replies and expert agent replies (no-list regime).
+  """(messages, reply) pairs: world-model replies and expert agent replies, in the no-list
+  regime and, for steps that recorded the env's admissible actions, the list regime too.
 
   teacher_view adds each world-model row once more under the OPSD teacher's prompt (the true
   next observation appended as privileged information). A large model reads such context
@@ -64,8 +66,10 @@ def sft_rows(samples: Sequence[data.WMSample], trajs: Sequence[Trajectory],
     hist = []
     for t, step in enumerate(traj.steps):
       if step.action is not None:
-        prompt = agent_prompt(traj.env, traj.task, hist[-history_window:], step.obs, t)
-        rows.append(([{"role": "user", "content": prompt}], agent_reply(step.action)))
+        window = hist[-history_window:] if history_window else []
+        for admissible in (None, step.admissible) if step.admissible else (None,):
+          prompt = agent_prompt(traj.env, traj.task, window, step.obs, t, admissible)
+          rows.append(([{"role": "user", "content": prompt}], agent_reply(step.action)))
       hist.append((step.obs, step.action))
   return rows
 

@@ -127,6 +127,10 @@ def run(config, workdir):
                                                             **sample_kw),
                                state, tx, cfg, teacher_params=initial)
   tokens_seen = int(meta.get("tokens_seen", 0))
+  # Seconds of earlier sessions (a resumed run reports its whole cost, not the last session's).
+  wall_before, cpu_before = float(meta.get("wall_s", 0.0)), float(meta.get("cpu_s", 0.0))
+  elapsed = lambda: (wall_before + time.perf_counter() - t_start,
+                     cpu_before + time.process_time() - cpu_start)
   history = list(meta.get("reward_history", []))
   stats = list(meta.get("stats_history", []))   # per iteration: what the trainer saw
   pad = c.pad_prompts_to or 16
@@ -172,9 +176,11 @@ def run(config, workdir):
       logging.info("%s iteration %d: %s", cond.name, it + 1,
                    {k: round(v, 4) for k, v in m.items()})
     if (it + 1) % c.ckpt_every == 0 or it + 1 == steps:
+      wall, cpu = elapsed()
       ckpt.save(it + 1, trainer.state, metadata={"tokens_seen": tokens_seen,
                                                  "reward_history": history,
-                                                 "stats_history": stats})
+                                                 "stats_history": stats,
+                                                 "wall_s": wall, "cpu_s": cpu})
   final_params = trainer.state.params if cond.trainer else state.params
   hf_dir = policy.export(model, final_params, tok, os.path.join(workdir, "hf")) if c.export else ""
   k = max(1, len(history) // 5)
@@ -190,8 +196,7 @@ def run(config, workdir):
       "signal_mean": float(np.mean(history)) if history else None,
       **{f"{name}_mean": float(np.mean([r[name] for r in stats]))
          for name in (stats[0] if stats else {})},
-      "hf_dir": hf_dir, "wall_s": time.perf_counter() - t_start,
-      "cpu_s": time.process_time() - cpu_start}
+      "hf_dir": hf_dir, **dict(zip(("wall_s", "cpu_s"), elapsed()))}
   signal = "mean reward" if cond.trainer == "grpo" else "student-teacher JSD"
   # well_formed_mean: replies with a complete <next_state>; for GRPO, reward_std_mean is the
   # within-batch reward spread and nonzero_adv_group_frac_mean the groups that carry a gradient.

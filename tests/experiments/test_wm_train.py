@@ -2,6 +2,7 @@
 (GRPO and OPSD on a tiny model, resume from checkpoint equals an uninterrupted run)."""
 import json
 import os
+import time
 
 import jax
 import numpy as np
@@ -139,7 +140,10 @@ def test_grpo_resume_matches_uninterrupted_run(tmp_path):
   data.save_jsonl(path, _samples())
   full = wm_train.run(_config(path, "GT-PERM", 2), str(tmp_path / "full"))
   wm_train.run(_config(path, "GT-PERM", 1), str(tmp_path / "split"))
+  t0 = time.perf_counter()
   resumed = wm_train.run(_config(path, "GT-PERM", 2), str(tmp_path / "split"))
+  # the resumed run's cost includes the first session's (kept in the checkpoint metadata)
+  assert resumed["wall_s"] > time.perf_counter() - t0
   assert (full["steps"], resumed["resumed_from"], full["samples"]) == (2, 1, 8)
   assert full["permute_scores"] and full["embedder"] == "lexical"
   # what the trainer saw survives the resume (kept in the checkpoint metadata)

@@ -172,15 +172,23 @@ def save_pretrained(model: Qwen, config: QwenConfig, path, max_shard_bytes: int 
   from lib.models import qwen3_5_config, qwen3_5_params  # the latter imports this module
   if isinstance(config, qwen3_5_config.Qwen35Config):
     return qwen3_5_params.save_qwen3_5(model, config, path, max_shard_bytes)
+  def to_hf(key, value):
+    hf_key, transpose = ours_to_hf(key)
+    return hf_key, (value.T if transpose else value)
+  save_mapped(model, config, path, to_hf, max_shard_bytes)
+
+
+def save_mapped(model, config, path, to_hf, max_shard_bytes: int = 4 << 30) -> None:
+  """`config.json` + safetensors of `model`; `to_hf(our key, array)` -> (Hugging Face name or
+  None when the key table has none, array in the Hugging Face layout)."""
   path = Path(path)
   path.mkdir(parents=True, exist_ok=True)
   tensors = {}
   for key, (_, var) in _flat_params(nnx.state(model, nnx.Param)).items():
-    hf_key, transpose = ours_to_hf(key)
+    hf_key, value = to_hf(key, jax.device_get(var.get_value()))
     if hf_key is None:
       raise ValueError(f"parameter {key} has no Hugging Face name in the key table")
-    value = jax.device_get(var.get_value())
-    tensors[hf_key] = jnp.asarray(np.ascontiguousarray(value.T if transpose else value))
+    tensors[hf_key] = jnp.asarray(np.ascontiguousarray(value))
   write_safetensors(tensors, path, max_shard_bytes)
   hf_config = config.to_hf(dtype=jnp.dtype(model.dtype).name)
   (path / "config.json").write_text(json.dumps(hf_config, indent=2) + os.linesep)

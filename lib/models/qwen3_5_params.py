@@ -8,19 +8,17 @@ unexpected and mis-shaped key). Writes the text-only layout.
 """
 import json
 import logging
-import os
 from pathlib import Path
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import safetensors
 import safetensors.flax
 from flax import nnx
 
 from lib.models import sharding as sharding_lib
 from lib.models.params import (_flat_params, _pattern, _safetensors_files, _translate,
-                               merge_checked, write_safetensors)
+                               merge_checked, save_mapped)
 from lib.models.qwen3_5 import Qwen35
 from lib.models.qwen3_5_config import Qwen35Config
 
@@ -125,14 +123,7 @@ def load_qwen3_5(path, dtype="float32", mesh: jax.sharding.Mesh | None = None):
 def save_qwen3_5(model: Qwen35, config: Qwen35Config, path, max_shard_bytes: int = 4 << 30):
   """Writes `config.json` + safetensors in the text-only `Qwen3_5ForCausalLM` layout (sharded with
   an index above `max_shard_bytes`). Parameters keep the model's dtype."""
-  path = Path(path)
-  path.mkdir(parents=True, exist_ok=True)
-  tensors = {}
-  for key, (_, var) in _flat_params(nnx.state(model, nnx.Param)).items():
+  def to_hf(key, value):
     hf_key, kind = ours_to_hf(key)
-    if hf_key is None:
-      raise ValueError(f"parameter {key} has no Hugging Face name in the key table")
-    tensors[hf_key] = jnp.asarray(np.ascontiguousarray(_to_hf(jax.device_get(var.get_value()), kind)))
-  write_safetensors(tensors, path, max_shard_bytes)
-  hf_config = config.to_hf(dtype=jnp.dtype(model.dtype).name)
-  (path / "config.json").write_text(json.dumps(hf_config, indent=2) + os.linesep)
+    return hf_key, _to_hf(value, kind)
+  save_mapped(model, config, path, to_hf, max_shard_bytes)

@@ -51,6 +51,21 @@ def condition_table(config, rows_by, specs, timing, throughput) -> list:
   return table
 
 
+def per_seed(rows_by, specs) -> list:
+  """Per condition: success % of each seed's own model, and their mean / sample SD."""
+  out = []
+  for s in specs:
+    by: dict = {}
+    for r in rows_by[s["name"]]:
+      by.setdefault(int(r["seed"]), []).append(bool(r["success"]))
+    pct = {k: 100.0 * float(np.mean(v)) for k, v in sorted(by.items())}
+    vals = list(pct.values())
+    out.append({"condition": s["name"], **{f"seed {k}": v for k, v in pct.items()},
+                "mean": float(np.mean(vals)) if vals else float("nan"),
+                "sd": float(np.std(vals, ddof=1)) if len(vals) > 1 else float("nan")})
+  return out
+
+
 def _plots(workdir, train_reports, rows_by, specs, timing) -> list:
   import matplotlib
   matplotlib.use("Agg")
@@ -129,10 +144,13 @@ def write(config, workdir, rows, specs, eps, train_reports, timing, throughput, 
            f"{run_info['vocab']}).\n\n## Training\n\n" + markdown_table(train_table))
   if paired:
     notes += "\n## Paired differences (cluster bootstrap)\n\n" + markdown_table(paired)
+  seeds = per_seed(rows_by, specs)
+  if len(config.seeds) > 1:
+    notes += "\n## Per seed (terminal success %)\n\n" + markdown_table(seeds)
   counterfactual = [s["name"] for s in specs if s.get("condition") == "counterfactual"]
   summary = {"suite": config.eval.suite, "clusters": n_clusters, "table": table,
              "paired": paired, "training": train_table, "run": run_info,
-             "figures": figures}
+             "figures": figures, "per_seed": seeds}
   if counterfactual:
     from experiments.gencoord_eval import _field_fidelity
     fidelity = _field_fidelity(rows_by[counterfactual[0]], eps)

@@ -82,3 +82,14 @@ def test_visibility_study_tiny(tmp_path):
   assert matrix[("Short DSL", "Node-only")]["familiar_paper_%"] == 18.2
   assert os.path.exists(tmp_path / "visibility_matrix.png")
   assert "visibility matrix" in (tmp_path / "summary.md").read_text()
+
+
+def test_per_seed_table():
+  from experiments import gencoord_learned_report as report
+  rows = [{"seed": s, "success": ok} for s, ok in
+          [(0, True), (0, True), (1, True), (1, False), (2, False), (2, False)]]
+  out = report.per_seed({"dsl": rows}, [{"name": "dsl"}])[0]
+  assert (out["seed 0"], out["seed 1"], out["seed 2"]) == (100.0, 50.0, 0.0)
+  assert out["mean"] == 50.0 and abs(out["sd"] - 50.0) < 1e-9   # sample SD of 100, 50, 0
+  one = report.per_seed({"dsl": rows[:2]}, [{"name": "dsl"}])[0]
+  assert one["mean"] == 100.0 and one["sd"] != one["sd"]          # NaN with one seed

@@ -14,7 +14,7 @@ from configs import wm_train as wm_train_config
 
 
 def get_config(arg=None):
-  arg = common.parse_arg(arg, debug=False, steps=200, sft_steps=400, eval_steps=10, samples=8)
+  arg = common.parse_arg(arg, debug=False, steps=200, sft_steps=1000, eval_steps=10, samples=8)
   c = ml_collections.ConfigDict()
   c.experiment = "wm_demo"
   c.seed = 0
@@ -29,10 +29,11 @@ def get_config(arg=None):
   d.noisy_reps = 2
   d.n_train, d.n_heldout = 10_000, 200       # every transition of the small pool
   d.scienceworld.train_variations = [0, 1, 3, 4]
-  # 40 generated training games: the agent rows (expert steps, both regimes) must teach a
+  # 100 generated training games: the agent rows (steps of both regimes) must teach a
   # from-scratch model to act in games it has never seen; 4 unseen games for evaluation
   if not arg.debug:
-    d.textworld.train_seeds, d.textworld.eval_seeds = list(range(1, 41)), [101, 102, 103, 104]
+    d.textworld.train_seeds = list(range(1, 41)) + list(range(201, 261))
+    d.textworld.eval_seeds = [101, 102, 103, 104]
   else:
     d.textworld.train_seeds = [1, 2, 3, 4, 5, 6]
   c.data = d
@@ -40,10 +41,13 @@ def get_config(arg=None):
   # the tiny policy: qwen3-tiny widened a little, BPE trained on the data
   c.model = dict(checkpoint="", preset="qwen3-tiny", vocab_size=1024,
                  overrides={"hidden_size": 64, "intermediate_size": 128, "num_layers": 2})
-  # SFT warm start on short replies (agents/wm/warmstart.py); one padded shape for every batch
+  # SFT warm start on short replies (agents/wm/warmstart.py); length-grouped batches
   # teacher_view: the OPSD teacher's prompt (privileged next observation) is in the SFT data too
   c.sft = dict(steps=150 if arg.debug else arg.sft_steps, batch=8, max_len=512, log_every=25,
-               ckpt_every=100, teacher_view=True)
+               ckpt_every=100, teacher_view=True,
+               # expert + noisy-expert episodes: a tiny model trained on expert steps of 40
+               # games alone never picks a listed action in unseen games (95% action failure)
+               agent_rows="all")
   c.sft_optim = dict(lr=3e-3, warmup_frac=0.05, schedule="cosine", weight_decay=0.01, b1=0.9,
                      b2=0.999, clip_norm=1.0)
   c.check = dict(prompts=8)                  # GRPO-GT groups sampled from BASE before training

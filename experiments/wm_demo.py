@@ -4,7 +4,8 @@ Stages (each resumable; wall and CPU seconds of each are in the summary):
   data    experiments/wm_data.py on ScienceWorld + TextWorld levels (expert / noisy expert)
   sft     a tiny Qwen3 with a BPE trained on the data, SFT-warm-started (agents/wm/warmstart.py)
           on short next-observation replies (<think>action</think><next_state>..</next_state>)
-          and expert agent replies (<think>action</think><action>..</action>) so that it closes
+          and (noisy-)expert agent replies (<think>action</think><action>..</action>), in the
+          list regime too where the env listed admissible actions, so that it closes
           its tags: this is BASE. Only transitions whose reply fits the RL output budget and
           whose prompt fits the input budget are kept (train_short.jsonl, heldout_short.jsonl:
           CPU scale). A GRPO-GT check on BASE (well-formed replies, reward mean/std, groups with
@@ -72,8 +73,11 @@ def _sft(config, workdir, data_dir):
   samples = data.load_samples(os.path.join(data_dir, "train.jsonl"))
   held = data.load_samples(os.path.join(data_dir, "heldout.jsonl"))
   rows_json = [json.loads(l) for l in open(os.path.join(data_dir, "results.jsonl"))]
+  # Agent rows: expert episodes only, or (agent_rows="all") the noisy-expert ones too, a weaker
+  # behaviour policy whose off-plan steps are still admissible actions copied from the list.
+  reps = (lambda rep: rep == 0) if c.get("agent_rows", "expert") == "expert" else (lambda rep: True)
   trajs = [Trajectory.from_json(r["trajectory"]) for r in rows_json
-           if r.get("split") == "train" and r.get("rep") == 0 and "trajectory" in r]
+           if r.get("split") == "train" and reps(r.get("rep")) and "trajectory" in r]
   corpus = ([m[0]["content"] + r for m, r in warmstart.sft_rows(samples, trajs,
                                                                 config.history_window)]
             + wm_train.corpus(samples))
@@ -99,6 +103,9 @@ def _sft(config, workdir, data_dir):
     json.dump({"train_samples": len(samples), "train_short": len(short),
                "heldout": len(held), "heldout_short": len(short_held),
                "rows": len(encoded), "dropped": len(rows) - len(encoded),
+               "agent_steps": sum(s.action is not None for t in trajs for s in t.steps),
+               "agent_steps_listed": sum(s.action is not None and bool(s.admissible)
+                                         for t in trajs for s in t.steps),
                "loss_first": losses[0] if losses else None,
                "loss_last": float(np.mean(losses[-10:])) if losses else None,
                "check": check}, f)

@@ -86,6 +86,23 @@ def encode_rows(tok, rows, max_len: int) -> list[tuple[list[int], list[int]]]:
   return out
 
 
+def length_grouped(lengths, minimum: int = 64):
+  """Batch drawing for rows of very different lengths: rows are bucketed by the power of two
+  above their length (>= `minimum`); `draw(batch, rng)` picks one row uniformly, then the whole
+  batch (with replacement) from that row's bucket -> (row indices, padded length). Every bucket
+  is chosen in proportion to its size, so every row keeps the same chance per step, while short
+  world-model rows do not pay for long agent prompts; one compiled shape per bucket."""
+  bucket_of = [max(minimum, 1 << (int(n) - 1).bit_length()) for n in lengths]
+  members: dict = {}
+  for i, b in enumerate(bucket_of):
+    members.setdefault(b, []).append(i)
+
+  def draw(batch: int, rng: np.random.Generator):
+    length = bucket_of[int(rng.integers(len(bucket_of)))]
+    return rng.choice(members[length], batch), length
+  return draw
+
+
 def sft(model, encoded, c: Any, optim_c: Any, seed: int, workdir: str) -> tuple[Any, list]:
   """Right-padded SFT on `encoded` rows (batches drawn with replacement by a seeded Generator,
   resumable from <workdir>/sft_ckpt). Returns (final params, per-step losses of this session)."""
@@ -100,11 +117,10 @@ def sft(model, encoded, c: Any, optim_c: Any, seed: int, workdir: str) -> tuple[
   if ckpt.latest_step() is not None:
     state, meta = ckpt.restore(template=state)
     start = meta["step"]
-  # One padded length for every batch: a single compiled step.
-  length = max(64, 1 << (max(len(p) + len(t) for p, t in encoded) - 1).bit_length())
+  draw = length_grouped(len(p) + len(t) for p, t in encoded)
   losses = []
   for it in range(start, c.steps):
-    idx = np.random.default_rng([seed, it]).choice(len(encoded), c.batch)
+    idx, length = draw(c.batch, np.random.default_rng([seed, it]))
     batch = {k: np.zeros((c.batch, length), np.int32)
              for k in ("input_ids", "attention_mask", "loss_mask")}
     for r, i in enumerate(idx):

@@ -40,6 +40,8 @@ def test_warm_start_gives_a_non_degenerate_gt_reward(warm):
   assert 0.0 < check["reward_mean"] < 1.0, check     # neither all-zero nor saturated
   assert check["nonzero_adv_group_frac"] > 0.0, check  # some group carries a gradient
   assert summary["loss_last"] < 0.5 * summary["loss_first"]
+  # TextWorld steps recorded their admissible lists: list-regime agent rows exist
+  assert 0 < summary["agent_steps_listed"] < summary["agent_steps"]
 
 
 def test_short_targets_fit_the_output_budget_and_random_init_is_degenerate(warm):

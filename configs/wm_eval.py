@@ -31,9 +31,11 @@ def get_config(arg=None):
   c.ks = [1, 2, 4, 8, 16, 32, 64]
   c.n_resamples = 1000 if arg.debug else 10_000
   c.max_live = 2 if arg.debug else 64   # a ScienceWorld episode in flight holds one JVM
-  # (env, regime) pairs; ScienceWorld has no admissible list in the audit, so no-list only
+  # (env, regime) pairs; ScienceWorld has no admissible list in the audit, so no-list only.
+  # (env, regime, "train") adds a run on training levels, labelled <regime>@seen (diagnostic).
   c.runs = [("textworld", "list"), ("textworld", "no-list"), ("alfworld", "list"),
             ("alfworld", "no-list"), ("scienceworld", "no-list")]
+  c.seen_levels = 0                  # >0: a "train" run plays only the first seen_levels levels
   if arg.debug:
     c.conditions = {"BASE": dict(kind="scripted", seed=0, p_garble=0.3),
                     "GRPO-COIN": dict(kind="scripted", seed=1, p_garble=0.05)}

@@ -66,6 +66,19 @@ class ScriptedAuditModel:
     return f"<think>Try something.</think><action>{pool[int(rng.integers(len(pool)))]}</action>"
 
 
+def _runs(config):
+  """(env, label, regime, split) per configured run. A run is (env, regime) on the env's eval
+  levels, or (env, regime, "train") on its training levels (the first `seen_levels` when set),
+  labelled `<regime>@seen`: a diagnostic of tasks the warm start saw, never a held-out result."""
+  out = []
+  for run in config.runs:
+    env, regime, split = (tuple(run) + ("eval",))[:3]
+    if split not in ("eval", "train"):
+      raise ValueError(f"run {tuple(run)}: split must be 'eval' or 'train'")
+    out.append((env, regime if split == "eval" else f"{regime}@seen", regime, split))
+  return out
+
+
 def _backend(cfg, workdir):
   cfg = dict(cfg)
   policy = ScriptedAuditModel(cfg.pop("p_garble", 0.1)) if cfg["kind"] == "scripted" else None
@@ -75,15 +88,20 @@ def _backend(cfg, workdir):
 def _run_episodes(config, workdir, sources):
   log = ResultsLog(workdir, key=KEY + ("attempt",))
   params = SamplingParams(max_tokens=config.max_tokens, temperature=config.temperature)
-  pools = {name: EnvPool(lambda make=make: make("eval")) for name, (make, _) in sources.items()}
+  runs = _runs(config)
+  pools = {(env, split): EnvPool(lambda make=sources[env][0], split=split: make(split))
+           for env, _, _, split in runs}
   for cond, bcfg in config.conditions.items():
     specs = []
-    for env, regime in config.runs:
-      for level in range(len(sources[env][1]["eval"])):
+    for env, label, regime, split in runs:
+      n = len(sources[env][1][split])
+      if split == "train" and config.get("seen_levels", 0):
+        n = min(n, config.seen_levels)      # the first training levels only
+      for level in range(n):
         for sample in range(config.samples):
           specs.append(EpisodeSpec(
-              {"condition": cond, "env": env, "regime": regime, "level": level, "sample": sample},
-              make_env=pools[env].lease,
+              {"condition": cond, "env": env, "regime": label, "level": level, "sample": sample},
+              make_env=pools[(env, split)].lease,
               make_agent=lambda env=env, regime=regime: WorldModelAuditAgent(
                   env, regime, history_window=config.history_window),
               env_seed=level))
@@ -130,7 +148,7 @@ def run(config, workdir):
   pred = _prediction_accuracy(config, workdir)
   ks = [k for k in config.ks if k <= config.samples]
   table, tests, writer = [], [], tb.writer(workdir)
-  for env, regime in config.runs:
+  for env, regime, _, _ in _runs(config):
     sel = [m for m in metrics if m["env"] == env and m["regime"] == regime]
     for m in sel:
       m["task_id"] = f"{env}/{m['level']}"
@@ -181,8 +199,8 @@ def run(config, workdir):
 def _domain_table(config, metrics, sources, ks) -> list[dict]:
   """Success and pass@k per (env, regime, domain, condition); domains from agents/wm/domains."""
   out = []
-  for env, regime in config.runs:
-    levels = sources[env][1]["eval"]
+  for env, regime, _, split in _runs(config):
+    levels = sources[env][1][split]
     sel = [m for m in metrics if m["env"] == env and m["regime"] == regime]
     for m in sel:
       m["domain"] = domains.domain(env, levels[m["level"]])
@@ -202,7 +220,7 @@ def _domain_table(config, metrics, sources, ks) -> list[dict]:
 def _cot_table(config, rows) -> list[dict]:
   """Reasoning length of the agent's replies per (env, regime, condition)."""
   out = []
-  for env, regime in config.runs:
+  for env, regime, _, _ in _runs(config):
     for cond in config.conditions:
       calls = [e for r in rows if r["env"] == env and r["regime"] == regime
                and r["condition"] == cond for e in r["transcript"]

@@ -77,3 +77,25 @@ def test_wm_eval_tables_and_plots(data_dir, tmp_path):
     assert r["replies"] > 0 and r["think_frac"] == 1.0
     assert r["think_words_mean"] == pytest.approx(1 + r["action_frac"])
     assert r["think_words_median"] in (1.0, 1.5, 2.0)
+
+
+def test_wm_eval_seen_levels_run_is_labelled_and_plays_training_games(data_dir, tmp_path):
+  work, _ = data_dir
+  c = wm_eval_config.get_config("debug")
+  c.scienceworld.enabled, c.alfworld.enabled = False, False
+  c.textworld.train_seeds, c.textworld.eval_seeds = [1], [2]
+  c.textworld.games_dir = os.path.join(work, "textworld_games")
+  c.runs = [("textworld", "list", "train"), ("textworld", "list")]
+  c.samples, c.n_resamples, c.heldout = 2, 200, ""
+  out = str(tmp_path / "eval_seen")
+  wm_eval.run(c, out)
+  table = json.load(open(os.path.join(out, "summary.json")))["table"]
+  assert {r["regime"] for r in table} == {"list@seen", "list"}
+  rows = [json.loads(x) for x in open(os.path.join(out, "results.jsonl"))]
+  games = {r["regime"]: {e["info"]["task_id"] for e in r["transcript"] if e["type"] == "action"}
+           for r in rows}
+  assert all("_s1/" in t for t in games["list@seen"]) and all("_s2/" in t for t in games["list"])
+  assert os.path.exists(os.path.join(out, "passk_textworld_list@seen.png"))
+  c.runs = [("textworld", "list", "valid")]
+  with pytest.raises(ValueError, match="split"):
+    wm_eval.run(c, str(tmp_path / "bad"))

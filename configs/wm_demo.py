@@ -78,6 +78,7 @@ def get_config(arg=None):
   e.runs = [("textworld", "list"), ("scienceworld", "no-list"), ("textworld", "list", "train")]
   e.seen_levels = 2 if arg.debug else 4
   e.scienceworld.eval_variations = [2]
+  e.textworld.train_seeds = list(d.textworld.train_seeds)   # the seen run's levels
   if not arg.debug:
     e.textworld.eval_seeds = list(d.textworld.eval_seeds)
   e.history_window = c.history_window

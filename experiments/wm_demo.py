@@ -75,9 +75,12 @@ def _sft(config, workdir, data_dir):
   rows_json = [json.loads(l) for l in open(os.path.join(data_dir, "results.jsonl"))]
   # Agent rows: expert episodes only, or (agent_rows="all") the noisy-expert ones too, a weaker
   # behaviour policy whose off-plan steps are still admissible actions copied from the list.
-  reps = (lambda rep: rep == 0) if c.get("agent_rows", "expert") == "expert" else (lambda rep: True)
+  agent_rows = c.get("agent_rows", "expert")
+  if agent_rows not in ("expert", "all"):
+    raise ValueError(f"sft.agent_rows must be 'expert' or 'all', got {agent_rows!r}")
   trajs = [Trajectory.from_json(r["trajectory"]) for r in rows_json
-           if r.get("split") == "train" and reps(r.get("rep")) and "trajectory" in r]
+           if r.get("split") == "train" and "trajectory" in r
+           and (agent_rows == "all" or r.get("rep") == 0)]
   corpus = ([m[0]["content"] + r for m, r in warmstart.sft_rows(samples, trajs,
                                                                 config.history_window)]
             + wm_train.corpus(samples))

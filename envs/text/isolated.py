@@ -111,10 +111,18 @@ class IsolatedEnv:
 
   # ---- host-loop interface --------------------------------------------------------------
 
-  def reset(self, seed: int) -> tuple[str, dict]:
-    if self._proc is None:            # the last episode lost its worker: a fresh one
-      self._hooks, self.max_steps = self._start()
-    obs, info, self.spec = self._call("reset", seed, timeout=self.start_timeout_s)
+  def reset(self, seed: int, retries: int = 1) -> tuple[str, dict]:
+    """Starts a fresh worker when the last episode lost its own; a worker lost during the
+    reset itself is replaced `retries` times, then the failure is raised (a setup error)."""
+    for attempt in range(retries + 1):
+      if self._proc is None:
+        self._hooks, self.max_steps = self._start()
+      try:
+        obs, info, self.spec = self._call("reset", seed, timeout=self.start_timeout_s)
+        break
+      except _WorkerLost as e:
+        if attempt == retries:
+          raise RuntimeError(f"isolated env lost its worker on reset: {e}") from e
     self._info = info
     return obs, info
 

@@ -50,6 +50,11 @@ def test_worker_killed_or_frozen_mid_episode_then_recovers(games):
       assert iso.pid is None                      # the worker is gone (a frozen one is killed)
       traj = collect(iso, ExpertPolicy(), seed=0)  # a fresh worker on the next reset
       assert traj.success and traj.env_error is None
+    # a worker that died between episodes is found dead by reset and replaced
+    dead = iso.pid
+    os.kill(dead, signal.SIGKILL)
+    obs, info = iso.reset(1)
+    assert iso.pid != dead and info["admissible_actions"] and not info["success"]
   finally:
     iso.close()
 

@@ -1,7 +1,7 @@
 """CPU-scale demonstration of the world-model audit: data -> tiny SFT base -> GRPO GT/MIS/COIN
 and OPSD GT/MIS -> pass@k / loop-ratio evaluation -> model-based probes.
 
-python launch.py --config=configs/wm_demo.py --workdir=runs/wm_demo              # ~40 min, 2 cores
+python launch.py --config=configs/wm_demo.py --workdir=runs/wm_demo              # ~30 min, 2 cores
 python launch.py --config=configs/wm_demo.py:steps=300 --workdir=runs/wm_demo_300
 python launch.py --config=configs/wm_demo.py:debug=True --workdir=runs/wm_demo_debug   # minutes
 """

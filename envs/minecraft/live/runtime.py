@@ -129,12 +129,16 @@ class LiveRuntime:
     for name, pos in starts.items():
       self.bot_request("sync", agent=name, pos=list(pos))
     # A position packet the bot sent before it saw the teleport can land after it: wait until
-    # the server itself has every agent at its start cell.
-    for _ in range(100):
+    # the server itself has every agent at its start cell (usually tens of ms; seconds on a
+    # loaded machine, so the deadline is the op timeout rather than a fixed poll count).
+    deadline = time.monotonic() + self.config.op_timeout_s
+    while True:
       agents = self.state()["agents"]
       if all(n in agents and abs(agents[n]["pos"][0] - p[0]) + abs(agents[n]["pos"][1] - p[1])
              < 0.5 for n, p in starts.items()):
         return LiveWorld(self, layout, episode_id, t0)
+      if time.monotonic() > deadline:
+        break
       time.sleep(0.02)
     self.broken = True
     raise BackendFailure("agents did not reach their start cells on the server: " + ", ".join(

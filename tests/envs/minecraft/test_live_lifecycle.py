@@ -138,6 +138,8 @@ rt.start()
 print(*rt.pids(), flush=True)
 if sys.argv[1] == "hang":
   time.sleep(120)
+else:
+  sys.stdin.readline()   # exit only after the parent has seen its children alive
 """
 
 
@@ -147,12 +149,15 @@ def test_no_process_survives_its_parent(how):
   # SIGKILLed, so only the children's EOF on their control pipe can end them.
   child = subprocess.Popen([sys.executable, "-c", _CHILD.format(root=ROOT),
                             "hang" if how == "killed" else "exit"],
-                           stdout=subprocess.PIPE, text=True)
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
   try:
     pids = [int(p) for p in child.stdout.readline().split()]
     assert len(pids) == 2 and not any(_gone(p) for p in pids)
     if how == "killed":
       child.kill()
+    else:
+      child.stdin.write("go\n")
+      child.stdin.flush()
     child.wait(timeout=30)
     assert _wait_gone(pids), pids
   finally:

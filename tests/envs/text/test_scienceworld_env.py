@@ -101,6 +101,7 @@ class KillAt(ExpertPolicy):
 
 @pytest.mark.parametrize("sig,code", [(signal.SIGKILL, ENV_DIED), (signal.SIGSTOP, ENV_HANG)])
 def test_dead_or_hung_jvm_is_recorded_and_the_run_continues(env, sig, code):
+  env.reset(0)                                   # a live JVM, whichever tests ran before here
   restarts = env.restarts
   pid = env.jvm_pid
   broken = collect(env, KillAt(2, sig), seed=0)

@@ -41,8 +41,8 @@ class IsolatedEnv:
 
   def __init__(self, factory: Callable[[], Any], call_timeout_s: float = 120.0,
                start_timeout_s: float = 300.0):
-    self.factory, self.call_timeout_s, self.start_timeout_s = factory, call_timeout_s, \
-        start_timeout_s
+    self.factory = factory
+    self.call_timeout_s, self.start_timeout_s = call_timeout_s, start_timeout_s
     self._proc: subprocess.Popen | None = None
     self.spec, self._info = None, {}
     self._hooks, self.max_steps = self._start()

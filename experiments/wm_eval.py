@@ -1,6 +1,9 @@
 """Evaluation of the audit's conditions: pass@k, coverage tests, behaviour, prediction accuracy.
 
 Each condition is a backend (BASE = the untrained model, GRPO-GT = its trained checkpoint, ...).
+A run `(env, regime, "train")` plays training levels instead (the first `seen_levels`), labelled
+`<regime>@seen` in every table: a diagnostic of tasks the policy saw, never a held-out result.
+
 For every condition x (env, regime) x eval level, `samples` episodes run through `HostLoop` with
 `WorldModelAuditAgent` at the configured temperature (rows keyed by condition/env/regime/level/
 sample in results.jsonl, resumable). Then, per (env, regime):

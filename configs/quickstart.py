@@ -11,7 +11,7 @@ summary.md: success with cluster-bootstrap CI and Clopper-Pearson, raw validity,
 wire bytes, warm batch-1 TTC p50/p95, batched episodes/s; PNG plots; TensorBoard under tb/.
 """
 from configs import common
-from configs.gencoord_learned_common import base
+from configs.gencoord.learned_common import base
 
 
 def get_config(arg=None):

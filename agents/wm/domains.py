@@ -25,7 +25,7 @@ def scienceworld_topics() -> dict[str, str]:
 
 
 def domain(env: str, level) -> str:
-  """Domain label of one eval level (the level descriptors of experiments/wm_data.py sources:
+  """Domain label of one eval level (the level descriptors of experiments/wm/data.py sources:
   (task, variation) for ScienceWorld, a game file path for ALFWorld and TextWorld)."""
   if env == "scienceworld":
     topics = scienceworld_topics()

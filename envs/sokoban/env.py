@@ -5,7 +5,7 @@ Why ours rather than jumanji's `Sokoban`: jumanji's env speaks the dm_env `TimeS
 boards and draws levels from a generator that by default downloads the Boxoban set. Our agents and
 wrappers use the gymnax interface with terminated/truncated, the ConPAct splits need other board
 sizes, and levels must come from an offline bank (generator cache, Boxoban files, ASCII fixtures).
-The rules and reward constants are the same, and `experiments/bench_envs.py` measures both at batch
+The rules and reward constants are the same, and `experiments/bench/envs.py` measures both at batch
 1024 in one run (see README for the figures).
 
 Rules: actions 0..3 = up, down, left, right. Moving into a wall is a no-op; moving into a box pushes

@@ -7,7 +7,7 @@ from configs import common
 from experiments import registry
 from lib import grpo, opsd
 
-CONFIGS = ("sft_toy", "grpo_toy", "opsd_toy", "bench_train")
+CONFIGS = ("sft_toy", "grpo_toy", "opsd_toy", "bench.train")
 
 
 @pytest.mark.parametrize("name", CONFIGS)

@@ -1,4 +1,4 @@
-"""What `experiments/gencoord_eval.py` needs for `config.world = "live"`: open the runtime from the
+"""What `experiments/gencoord/eval.py` needs for `config.world = "live"`: open the runtime from the
 config, and report per-operation and per-episode timing next to the paper's 22.6 s per episode."""
 import os
 

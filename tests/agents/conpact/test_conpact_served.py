@@ -5,8 +5,8 @@ import json
 import os
 
 from agents.conpact import scripted
-from configs import conpact_openai, conpact_scripted
-from experiments import conpact_eval
+from configs.conpact import openai, conpact_scripted
+from experiments.conpact import eval
 from lib.llm.openai_server import OpenAIServer
 from lib.llm.scripted import NoiseModel, ScriptedBackend
 

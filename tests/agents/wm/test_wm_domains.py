@@ -6,7 +6,7 @@ from agents.wm import domains
 
 def test_every_scienceworld_task_has_a_topic():
   pytest.importorskip("scienceworld")
-  from configs.wm_data import _ALL_SCIENCEWORLD_TASKS  # pylint: disable=import-outside-toplevel
+  from configs.wm.data import _ALL_SCIENCEWORLD_TASKS  # pylint: disable=import-outside-toplevel
   labels = {t: domains.domain("scienceworld", (t, 0)) for t in _ALL_SCIENCEWORLD_TASKS}
   assert len(labels) == 30
   assert labels["boil"] == labels["melt"] == "Matter"

@@ -1,0 +1,30 @@
+"""Benchmark: batched host loop vs one episode at a time (random Flax Qwen3, GuessEnv, greedy).
+
+python launch.py --config=configs/bench/host_loop.py --workdir=runs/host_loop_bench
+python launch.py --config=configs/bench/host_loop.py:preset=qwen3-20m --workdir=runs/hlb_20m
+python launch.py --config=configs/bench/host_loop.py:debug=True --workdir=runs/host_loop_bench_dbg
+# the same episodes against a served model (start configs/serve.py first):
+python launch.py --config=configs/bench/host_loop.py --workdir=runs/hlb_http \
+    --config.backend.kind=openai_http --config.backend.openai_http.base_url=http://127.0.0.1:8000/v1
+"""
+import ml_collections
+
+from configs import common
+from lib.llm import factory
+
+
+def get_config(arg=None):
+  arg = common.parse_arg(arg, debug=False, episodes=32, preset="qwen3-tiny")
+  c = ml_collections.ConfigDict()
+  c.experiment = "bench/host_loop"
+  c.seed = 0
+  c.episodes = 8 if arg.debug else arg.episodes
+  c.env_n = 64
+  c.action_budget = 4
+  c.call_budget = 4
+  c.max_tokens = 8
+  # Random weights of a lib.models preset (qwen3-tiny, or qwen3-20m: the sampler benchmark's
+  # size), vocabulary resized to the tokenizer trained here.
+  # Other backends: --config.backend.kind=openai_http --config.backend.openai_http.base_url=...
+  c.backend = factory.backends_config("flax", flax=dict(preset=arg.preset, max_batch=64))
+  return c

@@ -1,0 +1,22 @@
+"""Sampler benchmark: our jitted KV-cache sampler vs transformers `generate()`, same random weights.
+
+python launch.py --config=configs/bench/sampler.py --workdir=runs/bench_sampler
+python launch.py --config=configs/bench/sampler.py:debug=True --workdir=runs/bench_sampler_debug
+"""
+import ml_collections
+
+from configs import common
+
+
+def get_config(arg=None):
+  arg = common.parse_arg(arg, debug=False, new_tokens=128, repeats=3)
+  c = ml_collections.ConfigDict()
+  c.experiment = "bench/sampler"
+  c.seed = 0
+  c.preset = "qwen3-tiny" if arg.debug else "qwen3-20m"   # lib/models/config.py PRESETS
+  c.batches = [1, 2] if arg.debug else [1, 8]
+  c.prompt_len = 16
+  c.new_tokens = 8 if arg.debug else arg.new_tokens        # greedy, no EOS: every row runs to the end
+  c.repeats = 1 if arg.debug else arg.repeats               # timed runs per side; the median counts
+  c.init_std = 0.02                                         # transformers' initializer_range
+  return c

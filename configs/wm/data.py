@@ -1,0 +1,53 @@
+"""World-model data from offline expert / noisy-expert trajectories (+ ScienceWorld step benchmark).
+
+python launch.py --config=configs/wm/data.py:debug=True --workdir=runs/wm_data_debug
+python launch.py --config=configs/wm/data.py --workdir=runs/wm_data \
+    --config.alfworld.data_dir=$ALFWORLD_DATA
+"""
+import ml_collections
+
+from configs import common
+
+# ScienceWorld train/eval levels follow the simulator's own train/test variation splits in full
+# runs; the debug run uses two quick tasks and fixed variation indices.
+_ALL_SCIENCEWORLD_TASKS = [
+    "boil", "change-the-state-of-matter-of", "chemistry-mix", "chemistry-mix-paint-secondary-color",
+    "chemistry-mix-paint-tertiary-color", "find-animal", "find-living-thing",
+    "find-non-living-thing", "find-plant", "freeze", "grow-fruit", "grow-plant",
+    "identify-life-stages-1", "identify-life-stages-2", "inclined-plane-determine-angle",
+    "inclined-plane-friction-named-surfaces", "inclined-plane-friction-unnamed-surfaces",
+    "lifespan-longest-lived", "lifespan-longest-lived-then-shortest-lived",
+    "lifespan-shortest-lived", "measure-melting-point-known-substance",
+    "measure-melting-point-unknown-substance", "melt", "mendelian-genetics-known-plant",
+    "mendelian-genetics-unknown-plant", "power-component",
+    "power-component-renewable-vs-nonrenewable-energy", "test-conductivity",
+    "test-conductivity-of-unknown-substances", "use-thermometer"]
+
+
+def get_config(arg=None):
+  arg = common.parse_arg(arg, debug=False, noisy_reps=3)
+  c = ml_collections.ConfigDict()
+  c.experiment = "wm/data"
+  c.seed = 0
+  c.max_steps = 30 if arg.debug else 100   # expert paths of some ScienceWorld tasks exceed 30
+  c.noisy_reps = 1 if arg.debug else arg.noisy_reps
+  c.noise = 0.3
+  c.history_window = 5
+  c.sample_seed = 42                           # the audit samples its 20,000 transitions at 42
+  c.n_train = 60 if arg.debug else 20_000
+  c.n_heldout = 30 if arg.debug else 1_200
+  c.bench_repeats = 2 if arg.debug else 10
+  c.scienceworld = dict(
+      enabled=True,
+      tasks=["find-non-living-thing", "find-plant"] if arg.debug else _ALL_SCIENCEWORLD_TASKS,
+      # variation indices, or a split name of the simulator ("train"/"dev"/"test")
+      train_variations=[0, 1] if arg.debug else "train",
+      eval_variations=[2] if arg.debug else "test",
+      per_task=10)                              # levels per task when a split is named
+  c.textworld = dict(enabled=True, train_seeds=[1, 2] if arg.debug else list(range(1, 41)),
+                     eval_seeds=[101] if arg.debug else list(range(101, 121)),
+                     games_dir="",  # "" = <workdir>/textworld_games (generated once, reused)
+                     isolate=True)  # play in a child process (jericho can abort its process)
+  # data_dir "" builds a tiny game in ALFWorld's format (labelled as such in the summary)
+  c.alfworld = dict(enabled=True, data_dir="", eval_split="valid_seen", isolate=True)
+  return c

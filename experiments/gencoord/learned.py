@@ -1,0 +1,205 @@
+"""GenCoord with learned backends, end to end: data -> tokenizer -> SFT -> closed-loop evaluation.
+
+For every recipe in `config.recipes` (agents/gencoord/learned/recipes.py) and seed: write the
+validated supervision rows, train one byte-level BPE on all rows of the run (so token counts
+compare across surfaces), SFT a small Qwen3 (resumable; final-step checkpoint, exported in Hugging
+Face format under models/<recipe>/s<seed>/hf), then run every evaluation condition closed loop on
+`config.eval.suite` with batched greedy decoding through lib.sampling. Rows go to results.jsonl
+keyed by (condition, seed, episode_id) so reruns skip finished work.
+
+Timing (first seed): TTC = wall time from the first model call of an episode to its last one
+(parse, check and resolution follow in microseconds), measured warm at batch 1 on
+`eval.timing_clusters` clusters; episode time adds execution and verification in the simulated
+world. Batched throughput = episodes/s when all episodes of the pool are decoded together.
+A condition may name a task-structure `view` (its pool is the suite under that view: the same
+checkpoints, trained once on the Full-view train suite, are evaluated under every view) or a
+model-free `backend` instead of a recipe (the visibility study's factorized rule).
+"""
+import json
+import os
+import time
+
+import jax
+import numpy as np
+from absl import logging
+
+from agents.gencoord import backends, data, metrics, protocol, suites
+from agents.gencoord.learned import backend as learned_backend
+from agents.gencoord.learned import recipes, sft_rows, tokenizer as dsl_tokenizer, train
+from experiments.gencoord import learned_report as report
+from lib import tb
+from lib.results import ResultsLog, markdown_table, write_summary
+
+
+def _episodes(config, view=None):
+  """The evaluation pool (under a task-structure `view` when the condition names one).
+
+  eval.max_clusters keeps the first clusters in sorted order, or with eval.spread_clusters
+  the first clusters of every template in turn (a debug pool still covers every motif, and
+  binding pairs, adjacent in sorted order, stay together)."""
+  eps = suites.suite(config.eval.suite, **({"view": view} if view else {}))
+  n = config.eval.max_clusters
+  if n:
+    ids = sorted(suites.clusters(eps))
+    if config.eval.get("spread_clusters", False):   # quickstart configs leave it unset
+      per: dict = {}
+      for ep in eps:
+        per.setdefault(ep.template, [])
+        if ep.cluster_id not in per[ep.template]:
+          per[ep.template].append(ep.cluster_id)
+      queues = [sorted(v) for _, v in sorted(per.items())]
+      ids = [q[k] for k in range(max(map(len, queues))) for q in queues if k < len(q)]
+    keep = set(ids[:n])
+    eps = [ep for ep in eps if ep.cluster_id in keep]
+  return eps
+
+
+def _subsample(rows, max_rows, seed: int = 0):
+  """A fixed-seed random sample of each stage's rows, stages in proportion (debug runs).
+
+  Every k-th row aliases with the regular row order (per episode a stage cycle, per cluster
+  binding and role view): k = 4 kept only sender rows of one binding and one role view."""
+  if not max_rows or max_rows >= len(rows):
+    return rows
+  step = len(rows) / max_rows
+  by_stage: dict = {}
+  for r in rows:
+    by_stage.setdefault(r.stage, []).append(r)
+  rng = np.random.default_rng(seed)
+  out = []
+  for stage_rows in by_stage.values():
+    n = max(1, round(len(stage_rows) / step))
+    out += [stage_rows[i] for i in sorted(rng.choice(len(stage_rows), n, replace=False))]
+  return out
+
+
+def _tokenizer(config, workdir, rows_by_recipe):
+  path = os.path.join(workdir, "tokenizer")
+  from lib.tokenizer import load_tokenizer
+  if config.model.checkpoint:  # a real checkpoint (Qwen2/3/3.5 HF dir) brings its own vocabulary
+    return load_tokenizer(config.model.checkpoint)
+  if os.path.exists(os.path.join(path, "tokenizer.json")):
+    return load_tokenizer(path)
+  from agents.gencoord.learned import chat
+  texts = []
+  for name, rows in rows_by_recipe.items():
+    surface = recipes.get(name).surface
+    texts += [chat.system_prompt(surface) + "\n" + r.prompt + "\n" + r.target for r in rows]
+  return dsl_tokenizer.train_dsl_tokenizer(texts, config.tokenizer.vocab_size, path)
+
+
+def _run_condition(spec, recipe, eps, backend, seed, horizon):
+  runner = protocol.run_forward if recipe.protocol == "forward" else protocol.run_feedback
+  extra = {"horizon": horizon} if recipe.protocol == "forward" else {}
+  recs = runner(eps, backend, spec.condition, **extra)
+  rows = []
+  tokens = getattr(backend, "tokens", {})        # model-free rules count no tokens
+  for rec in recs:
+    row = json.loads(json.dumps(metrics.episode_row(rec), default=list))
+    tok = tokens.get(rec.ep.episode_id, [0, 0])
+    row.update(condition=spec.name, seed=seed, input_tokens=tok[0], output_tokens=tok[1],
+               view=rec.ep.view)
+    rows.append(row)
+  return rows
+
+
+def _timing(spec, recipe, eps, backend, horizon, n_clusters):
+  """Warm batch-1 TTC and episode time on the first n_clusters clusters."""
+  keep = sorted(suites.clusters(eps))[:n_clusters]
+  sample = [ep for ep in eps if ep.cluster_id in set(keep)]
+  runner = protocol.run_forward if recipe.protocol == "forward" else protocol.run_feedback
+  extra = {"horizon": horizon} if recipe.protocol == "forward" else {}
+  runner(sample[:1], backend, spec.condition, **extra)          # compile batch-1 programs
+  ttc, episode = [], []
+  for ep in sample:
+    backend.call_times.clear()
+    t0 = time.perf_counter()
+    runner([ep], backend, spec.condition, **extra)
+    episode.append(time.perf_counter() - t0)
+    if backend.call_times:
+      ttc.append(backend.call_times[-1][1] - backend.call_times[0][0])
+  return {"ttc": ttc, "episode": episode}
+
+
+def run(config, workdir):
+  t_start, c_start = time.perf_counter(), time.process_time()
+  writer = tb.writer(workdir)
+  names = list(config.recipes)
+  rows_by_recipe = {n: _subsample(recipes.get(n).rows(), config.max_rows) for n in names}
+  for n, rows in rows_by_recipe.items():
+    bad = [r.episode_id for r in rows if not data.validate(r)]
+    if bad:
+      raise ValueError(f"recipe {n}: {len(bad)} rows fail validation, e.g. {bad[:3]}")
+    data.write_jsonl(rows, os.path.join(workdir, "data", f"{n}.jsonl"))
+  tok = _tokenizer(config, workdir, rows_by_recipe)
+  t_data = time.perf_counter() - t_start
+  logging.info("gencoord_learned: data + tokenizer (%d tokens) in %.1fs", len(tok), t_data)
+
+  eps = _episodes(config)
+  specs = [dict(s) for s in config.eval.conditions]
+  pools = {s.get("view"): _episodes(config, s.get("view")) for s in specs}
+  log = ResultsLog(workdir, key=("condition", "seed", "episode_id"))
+  train_reports, timing, throughput = {}, {}, {}
+  for seed in config.seeds:
+    models_ = {}
+    for n in names:
+      recipe = recipes.get(n)
+      mdir = os.path.join(workdir, "models", n, f"s{seed}")
+      arrays = sft_rows.encode_rows(rows_by_recipe[n], tok, recipe.surface)
+      model, mcfg, rep = train.train_sft(arrays, tok, config, mdir, seed, tag=f"sft/{n}/s{seed}")
+      rep.update(seq_len=int(arrays["input_ids"].shape[1]),
+                 mean_prompt_tokens=float(arrays["prompt_len"].mean()),
+                 mean_target_tokens=float(arrays["target_len"].mean()))
+      train_reports[f"{n}/s{seed}"] = rep
+      if config.export_hf:
+        from lib import models as lib_models
+        lib_models.save_pretrained(model, mcfg, os.path.join(mdir, "hf"))
+        tok.save_pretrained(os.path.join(mdir, "hf"))
+      models_[n] = model
+    for spec_d in specs:
+      spec = _Spec(**spec_d)
+      pool = pools[spec.view]
+      todo = [ep for ep in pool if not log.has({"condition": spec.name, "seed": seed,
+                                                 "episode_id": ep.episode_id})]
+      if spec.backend:              # a model-free backend (the visibility study's rule)
+        recipe = _MODEL_FREE
+        backend = backends.make(spec.backend)
+      else:
+        recipe = recipes.get(spec.recipe)
+        llm = learned_backend.flax_llm(models_[spec.recipe], tok, config.eval.max_batch)
+        backend = learned_backend.LearnedBackend(llm, recipe.surface, name=spec.recipe)
+      if todo:
+        t0 = time.perf_counter()
+        for row in _run_condition(spec, recipe, todo, backend, seed, spec.horizon):
+          log.append(row)
+        logging.info("condition %s seed %d: %d episodes in %.1fs (incl. compile)", spec.name,
+                     seed, len(todo), time.perf_counter() - t0)
+      if seed == config.seeds[0] and config.eval.timing_clusters and not spec.backend:
+        if config.eval.throughput:
+          backend.tokens.clear()
+          t0 = time.perf_counter()
+          _run_condition(spec, recipe, pool, backend, seed, spec.horizon)
+          throughput[spec.name] = len(pool) / (time.perf_counter() - t0)
+        timing[spec.name] = _timing(spec, recipe, pool, backend, spec.horizon,
+                                    config.eval.timing_clusters)
+  rows = log.rows()
+  log.close()
+  wall, cpu = time.perf_counter() - t_start, time.process_time() - c_start
+  return report.write(config, workdir, rows, specs, eps, train_reports, timing, throughput,
+                      {"wall_s": wall, "cpu_s": cpu, "data_tokenizer_s": t_data,
+                       "vocab": len(tok)}, writer)
+
+
+class _Spec:
+  """One evaluation condition: a trained recipe (or a model-free `backend`), the request
+  condition, the horizon and the task-structure `view` of its pool (None: the suite's own)."""
+
+  def __init__(self, name, recipe=None, condition="true", horizon="multi", view=None,
+               backend=None):
+    if (recipe is None) == (backend is None):
+      raise ValueError(f"condition {name!r} needs exactly one of recipe / backend")
+    self.name, self.recipe, self.condition, self.horizon = name, recipe, condition, horizon
+    self.view, self.backend = view, backend
+
+
+_MODEL_FREE = recipes.Recipe("model_free", "dsl", "forward")   # protocol of rule conditions

@@ -10,7 +10,7 @@ python launch.py --config=configs/wm/eval.py --workdir=runs/wm_eval \
 import ml_collections
 
 from configs import common
-from configs.wm import data
+from configs.wm import data as wm_data
 from lib.llm.factory import backend_config
 
 CONDITIONS = ("BASE", "GRPO-GT", "GRPO-MIS", "GRPO-COIN", "GT-PERM", "MIS-PERM", "OPSD-GT",

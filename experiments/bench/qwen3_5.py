@@ -11,7 +11,7 @@ how many greedy tokens the two sides agree on.
 import torch
 import transformers
 
-from experiments.bench import sampler
+from experiments.bench import sampler as bench_sampler
 from lib.models.qwen3_5_config import preset
 from lib.models.qwen3_5_params import load_qwen3_5
 

@@ -28,7 +28,9 @@ from absl import logging
 
 from agents.wm import data, embedders, policy, probes_model, warmstart
 from agents.wm.trajectory import ExpertPolicy, Trajectory
-from experiments.wm import data, wm_eval, wm_train
+from experiments.wm import data as wm_data
+from experiments.wm import eval as wm_eval
+from experiments.wm import train as wm_train
 from experiments.wm.data import text_env_sources
 from lib import models, tokenizer as tokenizer_lib
 from lib.llm.factory import backend_config

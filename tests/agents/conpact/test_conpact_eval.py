@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from agents.conpact import compare, curate, schemas, textenv
-from configs.conpact import scripted
-from experiments.conpact import eval
+from configs.conpact import scripted as conpact_scripted
+from experiments.conpact import eval as conpact_eval
 from lib import tokenizer as tokenizer_lib
 
 KEEP = ("assertion", "assertion+true_facts", "conpact_i", "react")
@@ -110,7 +110,7 @@ def test_curation_targets_are_valid_and_conflicts_stay_context(run_dir, tmp_path
 
 def test_conpact_train_exports_a_loadable_model(run_dir, tmp_path):
   """ConPAct-R through lib/sft.py on the logged run: budget matched, loss finite, export loads."""
-  from configs.conpact import train  # pylint: disable=import-outside-toplevel
+  from configs.conpact import train as conpact_train  # pylint: disable=import-outside-toplevel
   from experiments.conpact import train as train_exp  # pylint: disable=import-outside-toplevel
   from lib.llm.flax_backend import FlaxBackend  # pylint: disable=import-outside-toplevel
   c = conpact_train.get_config(f"debug=True,source={run_dir}")

@@ -5,8 +5,9 @@ import json
 import os
 
 from agents.conpact import scripted
-from configs.conpact import openai, conpact_scripted
-from experiments.conpact import eval
+from configs.conpact import openai as conpact_openai
+from configs.conpact import scripted as conpact_scripted
+from experiments.conpact import eval as conpact_eval
 from lib.llm.openai_server import OpenAIServer
 from lib.llm.scripted import NoiseModel, ScriptedBackend
 

@@ -2,7 +2,10 @@
 import pytest
 
 from agents.conpact import methods, textenv
-from configs import common, conpact_flax, conpact_openai, conpact_scripted
+from configs import common
+from configs.conpact import flax as conpact_flax
+from configs.conpact import openai as conpact_openai
+from configs.conpact import scripted as conpact_scripted
 from experiments import registry
 
 
@@ -39,7 +42,7 @@ def test_flax_config_is_labelled_random_by_default():
 
 
 def test_train_config_maps_ablation_args():
-  from configs.conpact import train  # pylint: disable=import-outside-toplevel
+  from configs.conpact import train as conpact_train  # pylint: disable=import-outside-toplevel
   c = conpact_train.get_config("debug=True,source=runs/x,sup=False")
   assert registry.EXPERIMENTS[c.experiment] == "experiments.conpact.train"
   assert (c.curate.reconciliation_supervision, c.curate.reconciliation_replay,

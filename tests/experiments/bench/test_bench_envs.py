@@ -3,7 +3,7 @@ import json
 import math
 
 from configs.bench import envs as bench_config
-from experiments.bench import envs
+from experiments.bench import envs as bench_envs
 
 
 def test_ratios_use_the_named_baseline():

@@ -4,7 +4,8 @@ import os
 
 from configs.gencoord import learned as study_configs
 from configs import quickstart
-from experiments.gencoord import learned, registry
+from experiments import registry
+from experiments.gencoord import learned as gencoord_learned
 from lib.llm.backend import SamplingParams
 from lib.llm.flax_backend import FlaxBackend
 

@@ -14,7 +14,8 @@ from flax import nnx  # noqa: E402
 
 from agents.wm import data, embedders, warmstart  # noqa: E402
 from configs.wm import demo as wm_demo_config  # noqa: E402
-from experiments.wm import data, wm_demo  # noqa: E402
+from experiments.wm import data as wm_data  # noqa: E402
+from experiments.wm import demo as wm_demo  # noqa: E402
 from lib import models, tokenizer as tokenizer_lib  # noqa: E402
 
 

@@ -9,7 +9,8 @@ pytest.importorskip("alfworld")
 from agents.wm import data  # noqa: E402
 from configs.wm import data as wm_data_config  # noqa: E402
 from configs.wm import eval as wm_eval_config  # noqa: E402
-from experiments.wm import data, wm_eval  # noqa: E402
+from experiments.wm import data as wm_data  # noqa: E402
+from experiments.wm import eval as wm_eval  # noqa: E402
 
 
 @pytest.fixture(scope="module")

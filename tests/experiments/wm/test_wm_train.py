@@ -11,7 +11,7 @@ from safetensors.numpy import load_file
 
 from agents.wm import conditions, data, embedders, policy
 from configs.wm import train as wm_train_config
-from experiments.wm import train
+from experiments.wm import train as wm_train
 from lib import rewards, tokenizer as tokenizer_lib
 
 OBS = ["You are in the kitchen. A fridge is here.", "The fridge is open. It holds an egg.",
@@ -178,7 +178,8 @@ def test_opsd_mis_trains_on_the_next_state_span(tmp_path):
 
 
 def test_configs_resolve_and_sweep_every_condition():
-  from configs import common, wm_demo as wm_demo_config
+  from configs import common
+  from configs.wm import demo as wm_demo_config
   from experiments import registry
   from lib import grpo, opsd
   for module in (wm_train_config, wm_demo_config):

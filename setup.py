@@ -10,7 +10,6 @@ CORE = [
     "flax>=0.11,<0.13",
     "optax>=0.2.4,<0.3",
     "orbax-checkpoint>=0.11,<0.13",
-    "chex>=0.1.89,<0.2",
     "absl-py>=2.1,<3",
     "ml-collections>=1.0,<2",
     "tensorboardX>=2.6,<3",
@@ -22,11 +21,11 @@ CORE = [
     "tqdm>=4.66,<5",
     "matplotlib>=3.8,<4",
     "jinja2>=3.1,<4",  # chat templates (transformers' apply_chat_template) need it
+    "gymnax>=1.0,<2",  # envs/base.py: every JAX env is a gymnax Environment with gymnax spaces
+    "six>=1.16",  # importing gymnax imports its bundled MNIST env, which imports six
 ]
 
 ENVS = [
-    "gymnax>=1.0,<2",
-    "six>=1.16",  # gymnax's bundled MNIST env imports it
     "minigrid>=3.0,<4",
     "crafter>=1.8,<2",
     "cffi>=1.17",  # gym3 (Procgen's interface); procgen2 itself installs with --no-deps
@@ -43,8 +42,10 @@ EXTRAS = {
     "envs": ENVS,
     "test": [
         "pytest>=8,<10",
+        "chex>=0.1.89,<0.2",  # jit-once checks (assert_max_traces); product code does not use it
         "pytest-xdist>=3.5,<4",
         "hypothesis>=6.100,<7",
+        "openai>=1.50,<4",  # the official SDK drives experiments/serve.py in the server tests
         # Exactly this version: it installs from the CPU wheel on disk; any other pulls CUDA.
         "torch==2.13.0",
         *ENVS,

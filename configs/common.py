@@ -5,12 +5,30 @@
 defaults, booleans are strict (`True/False/true/false/1/0`), unknown keys are rejected with the
 list of valid ones, so a typo never silently runs the default experiment.
 """
-from typing import Any
+import contextlib
+from typing import Any, Iterator
 
 import ml_collections
 
 _TRUE = {"true", "1", "yes"}
 _FALSE = {"false", "0", "no"}
+
+
+# Dicts that `record_arg_defaults` blocks are filling; `parse_arg` writes into the empty ones.
+_ARG_RECORDERS: list[dict[str, Any]] = []
+
+
+@contextlib.contextmanager
+def record_arg_defaults() -> Iterator[dict[str, Any]]:
+  """Yields a dict that receives the `:key=value` defaults of the first `parse_arg` call inside
+  the block (the config's own; a config that builds another config calls it again later).
+  `launch.py --config=X --help` lists them."""
+  seen: dict[str, Any] = {}
+  _ARG_RECORDERS.append(seen)
+  try:
+    yield seen
+  finally:
+    _ARG_RECORDERS.remove(seen)
 
 
 class ConfigArgError(ValueError):
@@ -40,6 +58,9 @@ def parse_arg(arg: str | None, **defaults: Any) -> ml_collections.ConfigDict:
   A bare token without `=` is shorthand for `token=True` when that default is a boolean
   (`:debug` means `:debug=True`), as in big_vision.
   """
+  for recorder in _ARG_RECORDERS:
+    if not recorder:
+      recorder.update(defaults)
   out = dict(defaults)
   for token in (arg or "").split(","):
     token = token.strip()

@@ -7,6 +7,7 @@ python launch.py --config=configs/grpo_toy.py --workdir=runs/grpo_perm --config.
 import ml_collections
 
 from configs import common
+from lib.model_setup import model_block
 
 
 def get_config(arg=None):
@@ -14,8 +15,7 @@ def get_config(arg=None):
   c = ml_collections.ConfigDict()
   c.experiment = "train_grpo"
   c.seed = 0
-  c.model = dict(preset="qwen3-tiny", overrides={"vocab_size": 32}, checkpoint="",
-                 dtype="float32")
+  c.model = model_block(preset="qwen3-tiny", overrides={"vocab_size": 32})
   c.mesh = dict(data=1, fsdp=1)
   # Table 6 of the world-model audit: AdamW (0.9, 0.999), wd 0.01, constant lr, no warm-up, clip
   # 1.0, group 8, temperature 1, eps 0.2, dual clip 3, KL 0.01, entropy 0.001, one update epoch

@@ -6,6 +6,7 @@ python launch.py --config=configs/opsd_toy.py:hint=mismatched --workdir=runs/ops
 import ml_collections
 
 from configs import common
+from lib.model_setup import model_block
 
 
 def get_config(arg=None):
@@ -13,8 +14,7 @@ def get_config(arg=None):
   c = ml_collections.ConfigDict()
   c.experiment = "train_opsd"
   c.seed = 0
-  c.model = dict(preset="qwen3-tiny", overrides={"vocab_size": 32}, checkpoint="",
-                 dtype="float32")
+  c.model = model_block(preset="qwen3-tiny", overrides={"vocab_size": 32})
   c.mesh = dict(data=1, fsdp=1)
   # Table 6 (OPSD column): AdamW (0.9, 0.999), wd 0.01, constant lr, clip 1.0, rollout n = 1,
   # temperature 1, JSD alpha 0.5, importance-weight clip 2.0, no KL or entropy terms. The learning

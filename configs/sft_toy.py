@@ -6,6 +6,7 @@ python launch.py --config=configs/sft_toy.py --workdir=runs/sft_toy --config.mes
 import ml_collections
 
 from configs import common
+from lib.model_setup import model_block
 
 
 def get_config(arg=None):
@@ -13,7 +14,7 @@ def get_config(arg=None):
   c = ml_collections.ConfigDict()
   c.experiment = "train_sft"
   c.seed = 0
-  c.model = dict(preset=arg.preset, overrides={}, checkpoint="", dtype="float32")
+  c.model = model_block(preset=arg.preset)
   c.mesh = dict(data=1, fsdp=1)
   # AdamW, weight decay 0.01, cosine with warm-up, clip 1.0 (the SFT recipe).
   c.optim = dict(lr=1e-2, warmup_frac=0.05, schedule="cosine", weight_decay=0.01, b1=0.9,

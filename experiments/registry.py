@@ -16,6 +16,7 @@ EXPERIMENTS: dict[str, str] = {
     "bench/minigrid": "experiments.bench.minigrid",
     "smoke": "experiments.smoke",
     "bench/sampler": "experiments.bench.sampler",
+    "bench/serve": "experiments.bench.serve",
     "gencoord/eval": "experiments.gencoord.eval",
     "gencoord/bench": "experiments.gencoord.bench",
     "gencoord/data": "experiments.gencoord.data",

@@ -24,7 +24,21 @@ def _kl(logp: jax.Array, logq: jax.Array) -> jax.Array:
 
 def per_token_generalized_jsd(student_logits: jax.Array, teacher_logits: jax.Array,
                               alpha: float = 0.5, temperature: float = 1.0) -> jax.Array:
-  """[..., V] logits -> [...] divergence per position (see the module docstring)."""
+  """Generalized JSD D_alpha(P_S, P_T) at every position (see the module docstring).
+
+      P_S = softmax(student_logits / temperature),  P_T = softmax(teacher_logits / temperature)
+      M   = alpha P_T + (1 - alpha) P_S
+      D   = alpha KL(P_T || M) + (1 - alpha) KL(P_S || M)     (0 < alpha < 1)
+      D   = KL(P_T || P_S)  (alpha = 0),    KL(P_S || P_T)  (alpha = 1)
+
+  Args:
+    student_logits: [..., V] float logits, e.g. [B, T, V] (any float dtype; computed in float32).
+    teacher_logits: [..., V] float logits of the same positions.
+    alpha: mixture weight of the teacher, in [0, 1].
+    temperature: > 0, applied to both distributions.
+  Returns:
+    [...] float32 divergences in nats (e.g. [B, T]).
+  """
   if not 0.0 <= alpha <= 1.0:
     raise ValueError(f"alpha must lie in [0, 1]; got {alpha}")
   if temperature <= 0:
@@ -69,7 +83,18 @@ def generalized_jsd(student_logits: jax.Array, teacher_logits: jax.Array, mask: 
 
 
 def importance_weights(logp: jax.Array, old_logp: jax.Array, clip_max: float = 2.0) -> jax.Array:
-  """Detached per-token weights min(exp(logp - old_logp), clip_max) for samples drawn from an
-  older policy; exactly 1 when the samples are fully on-policy (logp == old_logp)."""
+  """Detached per-token importance weights for samples drawn from an older policy.
+
+      w = stop_gradient(min(exp(clip(logp - old_logp, -20, 20)), clip_max))
+
+  Exactly 1 when the samples are fully on-policy (logp == old_logp).
+
+  Args:
+    logp: [B, T] float32 log-probs of the sampled tokens under the current policy.
+    old_logp: [B, T] float32 log-probs of the same tokens under the sampling policy.
+    clip_max: upper bound of the weights.
+  Returns:
+    [B, T] float32 weights in (0, clip_max].
+  """
   w = jnp.exp(jnp.clip(logp - old_logp, -20.0, 20.0))
   return jax.lax.stop_gradient(jnp.minimum(w, clip_max))

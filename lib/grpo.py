@@ -43,6 +43,13 @@ class GRPOConfig:
 
   @classmethod
   def from_config(cls, c: Any) -> "GRPOConfig":
+    """Builds the config from a block of field values; absent fields keep their defaults.
+
+    Args:
+      c: mapping (dict or ml_collections.ConfigDict) of GRPOConfig field names to values.
+    Returns:
+      GRPOConfig. Raises ValueError naming any unknown field.
+    """
     names = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(dict(c)) - names)
     if unknown:
@@ -53,7 +60,19 @@ class GRPOConfig:
 def response_logprobs(apply_fn: ApplyFn, params: Any, input_ids: jax.Array,
                       attention_mask: jax.Array, n_response: int,
                       temperature: float = 1.0) -> tuple[jax.Array, jax.Array]:
-  """Log-probs and entropies of the last `n_response` tokens of [R, P + N] sequences -> [R, N]."""
+  """Log-probs and entropies of the last `n_response` tokens of [R, P + N] sequences -> [R, N].
+
+  Args:
+    apply_fn: (params, ids, mask) -> [R, P + N, V] logits.
+    params: model params pytree.
+    input_ids: [R, P + N] int32 prompt followed by response tokens.
+    attention_mask: [R, P + N] int 0/1.
+    n_response: N, the number of trailing response tokens scored.
+    temperature: logits are divided by it before the softmax (the sampling temperature).
+  Returns:
+    (logp, entropy): [R, N] float32 log-probs of the response tokens and [R, N] float32
+    entropies of the temperature-scaled next-token distributions at those positions.
+  """
   logits = apply_fn(params, input_ids, attention_mask)
   logits = logits[:, -n_response - 1:-1] / temperature
   return (token_logprobs(logits, input_ids[:, -n_response:]), rl.token_entropy(logits))
@@ -63,7 +82,18 @@ def make_grpo_step(apply_fn: ApplyFn, tx: optax.GradientTransformation, cfg: GRP
                    accum_steps: int = 1):
   """step(state, minibatch) -> (state, metrics); minibatch rows [R, ...] with keys input_ids,
   attention_mask [R, P+N], response_mask, old_logp, ref_logp [R, N], advantages [R]. Micro-batch
-  losses are averaged (weight 1 each, as verl does)."""
+  losses are averaged (weight 1 each, as verl does).
+
+  Args:
+    apply_fn: (params, ids, mask) -> logits.
+    tx: the optimizer.
+    cfg: GRPOConfig; temperature and the `rl.grpo_loss` knobs are read from it.
+    accum_steps: micro-batches per step; R must be divisible by it.
+  Returns:
+    step(state: TrainState, batch: dict) -> (TrainState, metrics), not jitted. Batch dtypes:
+    int32 ids and masks, float32 log-probs and advantages. metrics: the `rl.grpo_loss` metrics
+    averaged over micro-batches, plus loss and grad_norm (scalars).
+  """
   def loss_fn(params, mb):
     n = mb["old_logp"].shape[1]
     logp, entropy = response_logprobs(apply_fn, params, mb["input_ids"], mb["attention_mask"], n,
@@ -89,7 +119,18 @@ def make_grpo_step(apply_fn: ApplyFn, tx: optax.GradientTransformation, cfg: GRP
 
 def nnx_sample_fn(model: nnx.Module, *, max_new_tokens: int, temperature: float = 1.0,
                   top_p: float = 1.0, eos_ids=(), pad_id: int = 0) -> Callable:
-  """sample_fn over `lib.sampling.generate` for a model split by `nnx_apply_fn`."""
+  """sample_fn over `lib.sampling.generate` for a model split by `nnx_apply_fn`.
+
+  Args:
+    model: the NNX model; its non-Param state is captured, its params come with each call.
+    max_new_tokens: N, the response width.
+    temperature, top_p: sampling settings.
+    eos_ids: token ids that end a row.
+    pad_id: token written after a row has ended.
+  Returns:
+    sample_fn(params, prompt_ids [R, P] int32 left-padded, prompt_mask [R, P], key) ->
+    (tokens [R, N] int32, lengths [R] int32 counting the EOS).
+  """
   from lib import sampling  # the sampler imports the model package; keep this module light
   graphdef, _, rest = nnx.split(model, nnx.Param, ...)
 
@@ -128,7 +169,17 @@ class GRPOTrainer:
     return self._steps[accum]
 
   def rollout(self, prompt_ids, prompt_mask, key) -> dict:
-    """G samples per prompt -> host dict of [B*G, ...] arrays (rows grouped by prompt)."""
+    """G samples per prompt -> host dict of [B*G, ...] arrays (rows grouped by prompt).
+
+    Args:
+      prompt_ids: [B, P] int left-padded prompt tokens.
+      prompt_mask: [B, P] int 0/1.
+      key: PRNG key of the sampler.
+    Returns:
+      dict of np.int32 arrays, row b*G + g holding prompt b's g-th sample: input_ids and
+      attention_mask [B*G, P+N]; response_mask [B*G, N] (1 on each row's first `lengths`
+      tokens); tokens [B*G, N]; lengths [B*G].
+    """
     g = self.cfg.group_size
     ids = np.repeat(np.asarray(prompt_ids, np.int32), g, axis=0)
     pmask = np.repeat(np.asarray(prompt_mask, np.int32), g, axis=0)
@@ -140,7 +191,22 @@ class GRPOTrainer:
             "response_mask": resp_mask, "tokens": tokens, "lengths": lengths}
 
   def iteration(self, prompt_ids, prompt_mask, reward_fn: Callable, key: jax.Array) -> dict:
-    """One GRPO iteration over a batch of B prompts; returns host metrics for logging."""
+    """One GRPO iteration over a batch of B prompts; returns host metrics for logging.
+
+    Samples, scores, computes old/reference log-probs once, then runs update_epochs passes of
+    optimizer steps over minibatches of whole groups.
+
+    Args:
+      prompt_ids: [B, P] int left-padded prompt tokens; B must be a multiple of
+        min(minibatch_prompts, B).
+      prompt_mask: [B, P] int 0/1.
+      reward_fn: (tokens [B*G, N] np.int32, lengths [B*G] np.int32) -> [B, G] rewards.
+      key: PRNG key, split into sampling, score-permutation and shuffle keys.
+    Returns:
+      dict name -> number: the step metrics averaged over all optimizer steps, plus reward_mean,
+      reward_std, zero_std_group_frac (of the raw scores), response_len_mean/max,
+      train_tokens, tokens_per_s, rollout_s and iteration_s.
+    """
     cfg = self.cfg
     b = np.asarray(prompt_ids).shape[0]
     rows = b * cfg.group_size

@@ -35,6 +35,13 @@ class OPSDConfig:
 
   @classmethod
   def from_config(cls, c: Any) -> "OPSDConfig":
+    """Builds the config from a block of field values; absent fields keep their defaults.
+
+    Args:
+      c: mapping (dict or ml_collections.ConfigDict) of OPSDConfig field names to values.
+    Returns:
+      OPSDConfig. Raises ValueError naming any unknown field.
+    """
     names = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(dict(c)) - names)
     if unknown:
@@ -43,7 +50,17 @@ class OPSDConfig:
 
 
 def response_logits(apply_fn: ApplyFn, params, ids, mask, n_response: int) -> jax.Array:
-  """Logits scoring the last n_response tokens of [R, P+N] sequences -> [R, N, V]."""
+  """Logits scoring the last n_response tokens of [R, P+N] sequences -> [R, N, V].
+
+  Args:
+    apply_fn: (params, ids, mask) -> [R, P+N, V] logits.
+    params: model params pytree.
+    ids: [R, P+N] int32 prompt followed by response tokens.
+    mask: [R, P+N] int 0/1.
+    n_response: N.
+  Returns:
+    [R, N, V] logits (apply_fn's dtype, not temperature-scaled); [:, t] scores ids[:, P+t].
+  """
   return apply_fn(params, ids, mask)[:, -n_response - 1:-1]
 
 
@@ -52,7 +69,22 @@ def make_opsd_step(apply_fn: ApplyFn, tx: optax.GradientTransformation, cfg: OPS
   """step(state, teacher_params, batch) -> (state, metrics). batch rows [R, ...]: student_ids,
   student_mask [R, Ps+N]; teacher_ids, teacher_mask [R, Pt+N]; tokens, loss_mask, old_logp [R, N].
   The JSD is a token mean over each micro-batch's loss_mask tokens, weighted by tokens across
-  micro-batches."""
+  micro-batches:
+
+      loss = sum_{r,t} m w D_alpha(P_S, P_T) / sum_{r,t} m,   w = importance_weights(logp, old_logp)
+
+  with the teacher's logits under stop_gradient.
+
+  Args:
+    apply_fn: (params, ids, mask) -> logits.
+    tx: the optimizer.
+    cfg: OPSDConfig; alpha, temperature and is_clip are read from it.
+    accum_steps: micro-batches per step; R must be divisible by it.
+  Returns:
+    step(state: TrainState, teacher_params, batch: dict) -> (TrainState, metrics), not jitted.
+    Batch dtypes: int32 ids, masks and tokens, float32 old_logp. metrics (scalars): jsd and
+    is_weight_mean (token means over loss_mask), loss, grad_norm, target_tokens.
+  """
   def loss_fn(params, mb, teacher_params):
     n = mb["tokens"].shape[1]
     s_logits = response_logits(apply_fn, params, mb["student_ids"], mb["student_mask"], n)
@@ -84,7 +116,15 @@ def make_opsd_step(apply_fn: ApplyFn, tx: optax.GradientTransformation, cfg: OPS
 
 
 def make_jsd_eval(apply_fn: ApplyFn, cfg: OPSDConfig):
-  """eval(student_params, teacher_params, batch) -> token-mean JSD on loss_mask (no weights)."""
+  """eval(student_params, teacher_params, batch) -> token-mean JSD on loss_mask (no weights).
+
+  Args:
+    apply_fn: (params, ids, mask) -> logits.
+    cfg: OPSDConfig; alpha and temperature are read from it.
+  Returns:
+    evaluate(params, teacher_params, batch) -> scalar float32 `distill.generalized_jsd`; batch
+    as for `make_opsd_step` (old_logp not needed). Not jitted.
+  """
   def evaluate(params, teacher_params, batch):
     n = batch["tokens"].shape[1]
     s = response_logits(apply_fn, params, batch["student_ids"], batch["student_mask"], n)
@@ -116,7 +156,18 @@ class OPSDTrainer:
   def rollout(self, student_prompt, teacher_prompt, key,
               span_fn: Callable | None = None) -> dict:
     """Student samples one response per row; returns the host batch the update step takes.
-    span_fn(tokens, lengths) -> [R, N] 0/1 target-span mask (default: the whole response)."""
+    span_fn(tokens, lengths) -> [R, N] 0/1 target-span mask (default: the whole response).
+
+    Args:
+      student_prompt: (ids, mask), each [R, Ps] int, left-padded.
+      teacher_prompt: (ids, mask), each [R, Pt] int, left-padded, the same R rows.
+      key: PRNG key of the sampler.
+      span_fn: (tokens [R, N] np.int32, lengths [R] np.int32) -> [R, N] 0/1; it is multiplied
+        by the response mask. None: the whole response.
+    Returns:
+      dict of np.int32 arrays: student_ids, student_mask [R, Ps+N]; teacher_ids, teacher_mask
+      [R, Pt+N]; tokens, loss_mask [R, N]; lengths [R] (counting the EOS).
+    """
     s_ids, s_mask = (np.asarray(x, np.int32) for x in student_prompt)
     t_ids, t_mask = (np.asarray(x, np.int32) for x in teacher_prompt)
     tokens, lengths = self.sample_fn(self.state.params, s_ids, s_mask, key)
@@ -130,6 +181,16 @@ class OPSDTrainer:
             "tokens": tokens, "loss_mask": span, "lengths": lengths}
 
   def iteration(self, student_prompt, teacher_prompt, key, span_fn=None) -> dict:
+    """One OPSD iteration: sample, record old log-probs, then update_epochs passes of updates.
+
+    Args:
+      student_prompt, teacher_prompt, span_fn: as in `rollout`. R must be a multiple of
+        min(minibatch, R), and that a multiple of micro_batch (when set).
+      key: PRNG key, split into sampling and shuffle keys.
+    Returns:
+      dict name -> number: the step metrics averaged over all optimizer steps, plus
+      response_len_mean, target_span_tokens, train_tokens, tokens_per_s and iteration_s.
+    """
     cfg = self.cfg
     t0 = time.perf_counter()
     k_sample, k_shuffle = jax.random.split(key)

@@ -19,7 +19,17 @@ SCHEDULES = ("cosine", "constant", "linear")
 def lr_schedule(lr: float, total_steps: int, warmup_frac: float = 0.0,
                 schedule: str = "cosine", final_frac: float = 0.0) -> optax.Schedule:
   """Linear warm-up over round(warmup_frac * total_steps) steps from 0 to `lr`, then `schedule`
-  ("cosine" or "linear" decay to final_frac * lr at total_steps, or "constant")."""
+  ("cosine" or "linear" decay to final_frac * lr at total_steps, or "constant").
+
+  Args:
+    lr: peak learning rate.
+    total_steps: optimizer steps in the run (values < 1 count as 1).
+    warmup_frac: fraction of total_steps spent warming up, in [0, 1).
+    schedule: one of SCHEDULES.
+    final_frac: final learning rate as a fraction of lr (cosine and linear only).
+  Returns:
+    optax.Schedule: step -> learning rate.
+  """
   if schedule not in SCHEDULES:
     raise ValueError(f"unknown schedule {schedule!r}; valid: {SCHEDULES}")
   if not 0.0 <= warmup_frac < 1.0:
@@ -40,14 +50,29 @@ def lr_schedule(lr: float, total_steps: int, warmup_frac: float = 0.0,
 
 def decay_mask(params: Any) -> Any:
   """Weight decay on matrices only (ndim >= 2): norms' scales and biases are not decayed, as in
-  the Hugging Face Trainer's default parameter groups."""
+  the Hugging Face Trainer's default parameter groups.
+
+  Args:
+    params: pytree of arrays.
+  Returns:
+    pytree of the same structure with bool leaves, True where the leaf has ndim >= 2.
+  """
   return jax.tree.map(lambda p: jnp.ndim(p) >= 2, params)
 
 
 def adamw(lr: float, total_steps: int, warmup_frac: float = 0.0, schedule: str = "cosine",
           weight_decay: float = 0.01, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
           clip_norm: float | None = 1.0, final_frac: float = 0.0) -> optax.GradientTransformation:
-  """clip_by_global_norm(clip_norm) -> AdamW(schedule) with decoupled weight decay on matrices."""
+  """clip_by_global_norm(clip_norm) -> AdamW(schedule) with decoupled weight decay on matrices.
+
+  Args:
+    lr, total_steps, warmup_frac, schedule, final_frac: the schedule, see `lr_schedule`.
+    weight_decay: decoupled weight-decay rate, applied to `decay_mask` leaves only.
+    b1, b2, eps: Adam moment decays and denominator epsilon.
+    clip_norm: global gradient-norm bound; None or <= 0 disables clipping.
+  Returns:
+    optax.GradientTransformation.
+  """
   sched = lr_schedule(lr, total_steps, warmup_frac, schedule, final_frac)
   parts = []
   if clip_norm is not None and clip_norm > 0:
@@ -59,7 +84,15 @@ def adamw(lr: float, total_steps: int, warmup_frac: float = 0.0, schedule: str =
 
 def from_config(c: Any, total_steps: int) -> optax.GradientTransformation:
   """`adamw` from a config block with fields lr, warmup_frac, schedule, weight_decay, b1, b2,
-  clip_norm (all required, so the defaults live in the config files)."""
+  clip_norm (all required, so the defaults live in the config files).
+
+  Args:
+    c: config block (attribute access, e.g. ml_collections.ConfigDict) with the fields above;
+      eps and final_frac keep `adamw`'s defaults.
+    total_steps: optimizer steps in the run.
+  Returns:
+    optax.GradientTransformation.
+  """
   return adamw(lr=c.lr, total_steps=total_steps, warmup_frac=c.warmup_frac,
                schedule=c.schedule, weight_decay=c.weight_decay, b1=c.b1, b2=c.b2,
                clip_norm=c.clip_norm)

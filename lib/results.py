@@ -2,8 +2,12 @@
 
 Every experiment appends one JSON object per episode/sample to `<workdir>/results.jsonl`; each row
 is flushed and fsync'd so a killed run loses at most the row being written. A rerun into the same
-workdir reads the file back and `has()` tells which keys are already done. A torn final line left
-by a kill is dropped with a warning and the file is truncated back to its last complete row.
+workdir reads the file back and `has()` tells which keys are already done.
+
+Damage never costs valid rows: a torn final line left by a kill (no trailing newline) is dropped
+with a warning; a bad line anywhere else (not JSON, not a JSON object, or lacking a key field) is
+moved with its line number to `results.rejected.jsonl` beside the file, and the file is rewritten
+atomically (temporary file, fsync, rename) with every valid row in its original order.
 """
 import json
 import math
@@ -23,7 +27,13 @@ def _key_of(row: dict, fields: Sequence[str]) -> tuple:
 
 
 class ResultsLog:
-  """Append-only JSONL of result rows, keyed by `key` fields for resumption."""
+  """Append-only JSONL of result rows, keyed by `key` fields for resumption.
+
+  Args:
+    workdir: the run directory (created if missing); the log is `<workdir>/<filename>`.
+    key: the row fields that identify a row; `has()` and duplicate checks compare them.
+    filename: the JSONL file name; bad lines go to `<stem>.rejected.jsonl` beside it.
+  """
 
   def __init__(self, workdir: str, key: Sequence[str], filename: str = RESULTS):
     os.makedirs(workdir, exist_ok=True)
@@ -39,21 +49,53 @@ class ResultsLog:
       return
     with open(self.path, "rb") as f:
       data = f.read()
-    good_end = 0
-    for line in data.splitlines(keepends=True):
-      try:
-        if not line.endswith(b"\n"):
-          raise ValueError("no newline")
-        row = json.loads(line)
-      except ValueError:
-        logging.warning("dropping truncated/corrupt row at byte %d of %s", good_end, self.path)
-        break
-      good_end += len(line)
+    lines = data.splitlines(keepends=True)
+    kept: list[bytes] = []
+    rejected: list[dict] = []
+    torn = bool(lines) and not lines[-1].endswith(b"\n")
+    for number, line in enumerate(lines[:-1] if torn else lines, start=1):
+      row, reason = self._parse_row(line)
+      if reason is not None:
+        rejected.append({"line": number, "reason": reason,
+                         "text": line.decode("utf-8", errors="replace").rstrip("\n")})
+        continue
+      kept.append(line)
       self._rows.append(row)
       self._keys.add(_key_of(row, self.key))
-    if good_end != len(data):
-      with open(self.path, "r+b") as f:
-        f.truncate(good_end)
+    if torn:
+      logging.warning("%s: dropping the torn last line %d (a killed run's partial row)",
+                      self.path, len(lines))
+    if rejected:
+      self._reject(rejected)
+    if rejected or torn:
+      _rewrite_atomically(self.path, b"".join(kept))
+
+  def _parse_row(self, line: bytes) -> tuple[dict | None, str | None]:
+    """Returns (row, None) for a valid row, else (None, why it is not one)."""
+    try:
+      row = json.loads(line)
+    except ValueError as e:  # includes UnicodeDecodeError
+      return None, f"not JSON: {e}"
+    if not isinstance(row, dict):
+      return None, f"not a JSON object: {type(row).__name__}"
+    missing = [f for f in self.key if f not in row]
+    if missing:
+      return None, f"lacks key fields {missing}"
+    return row, None
+
+  def _reject(self, rejected: list[dict]) -> None:
+    """Appends bad lines to the rejected file (fsync'd before the results file is rewritten)."""
+    root, ext = os.path.splitext(self.path)
+    rejected_path = f"{root}.rejected{ext}"
+    with open(rejected_path, "a", encoding="utf-8") as f:
+      for entry in rejected:
+        f.write(json.dumps(entry, sort_keys=True) + "\n")
+      f.flush()
+      os.fsync(f.fileno())
+    numbers = ", ".join(str(e["line"]) for e in rejected[:10])
+    more = f" and {len(rejected) - 10} more" if len(rejected) > 10 else ""
+    logging.warning("%s: moved %d bad line(s) (line %s%s) to %s; kept %d valid rows",
+                    self.path, len(rejected), numbers, more, rejected_path, len(self._rows))
 
   def has(self, row_or_key: dict) -> bool:
     return _key_of(row_or_key, self.key) in self._keys
@@ -82,6 +124,21 @@ class ResultsLog:
 
   def __exit__(self, *exc) -> None:
     self.close()
+
+
+def _rewrite_atomically(path: str, data: bytes) -> None:
+  """Replaces `path` by `data` so that a crash leaves either the old or the new file."""
+  tmp = path + ".tmp"
+  with open(tmp, "wb") as f:
+    f.write(data)
+    f.flush()
+    os.fsync(f.fileno())
+  os.replace(tmp, path)
+  directory = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
+  try:
+    os.fsync(directory)  # makes the rename itself durable
+  finally:
+    os.close(directory)
 
 
 def _jsonable(x: Any) -> Any:

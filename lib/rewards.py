@@ -17,7 +17,13 @@ _NEXT_STATE = re.compile(r"<next_state>(.*?)</next_state>", re.DOTALL)
 
 def extract_next_state(text: str) -> str | None:
   """The stripped content of the last complete <next_state>...</next_state> block, or None when
-  there is none or it is empty (the last block is the final answer when reasoning quotes tags)."""
+  there is none or it is empty (the last block is the final answer when reasoning quotes tags).
+
+  Args:
+    text: one raw model response.
+  Returns:
+    the predicted next state (str), or None.
+  """
   blocks = _NEXT_STATE.findall(text)
   if not blocks:
     return None
@@ -63,7 +69,16 @@ def model_embedder(model, tokenizer, max_length: int = 512,
 
   Qwen3-Embedding pools the hidden state of a trailing <|endoftext|>; with `append_eos` that token
   (the tokenizer's pad token) is appended when the text does not already end with it. Texts are
-  cut to `max_length` tokens and left-padded to a power-of-two length so few shapes compile.
+  cut to `max_length - 1` tokens (before that EOS) and left-padded to a power-of-two length
+  (at least 16) so few shapes compile.
+
+  Args:
+    model: a lib.models model with `hidden_states` (what `lib.models.embed` calls).
+    tokenizer: its Hugging Face tokenizer; `pad_token_id` is the appended EOS and the padding id.
+    max_length: most tokens per text, counting the appended EOS.
+    append_eos: append the pad token to texts that do not end with it.
+  Returns:
+    embedder(texts: list[str]) -> [N, D] float32 np.ndarray of unit vectors (jitted per width).
   """
   from lib import models  # heavy import only when a model-based embedder is built
   eos = tokenizer.pad_token_id
@@ -90,6 +105,12 @@ def mismatched_targets(targets: Sequence[str], seed: int) -> list[str]:
   Tries seeded random permutations first; when duplicates make those unlikely to succeed it
   falls back to the classic construction (group equal texts, shift by the largest group).
   Raises ValueError when no such derangement exists (one text fills more than half the list).
+
+  Args:
+    targets: N target texts.
+    seed: seed of the `np.random.default_rng` that draws the permutation.
+  Returns:
+    list of N strings, a permutation of `targets` with out[i] != targets[i].
   """
   targets = list(targets)
   n = len(targets)
@@ -118,13 +139,28 @@ def mismatched_targets(targets: Sequence[str], seed: int) -> list[str]:
 
 
 def coin_reward(key: jax.Array, shape: tuple[int, ...], p: float = 0.5) -> jax.Array:
-  """Independent Bernoulli(p) rewards of `shape` (float32), the zero-information COIN control."""
+  """Independent Bernoulli(p) rewards, the zero-information COIN control.
+
+  Args:
+    key: PRNG key.
+    shape: output shape, e.g. (B, G).
+    p: probability of reward 1.
+  Returns:
+    `shape` float32 array of 0/1.
+  """
   return jax.random.bernoulli(key, p, shape).astype(jnp.float32)
 
 
 def permute_within_group(x: jax.Array, key: jax.Array) -> jax.Array:
   """Independently permutes each row of `x` [B, G] (each group's scores or advantages): the
-  multiset of every group is kept, the response-to-score link is broken (GT-PERM / MIS-PERM)."""
+  multiset of every group is kept, the response-to-score link is broken (GT-PERM / MIS-PERM).
+
+  Args:
+    x: [B, G] array, any dtype.
+    key: PRNG key.
+  Returns:
+    [B, G] array of x's dtype, each row an independent permutation of the same row of x.
+  """
   if x.ndim != 2:
     raise ValueError(f"x must be [B, G]; got shape {x.shape}")
   return jax.random.permutation(key, x, axis=1, independent=True)

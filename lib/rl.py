@@ -22,6 +22,8 @@ def group_advantages(rewards: jax.Array, eps: float = 1e-6, scale: bool = True) 
 
   Args:
     rewards: [B, G] float, B prompts with G sampled responses each.
+    eps: added to the std in the denominator.
+    scale: divide by the group std (GRPO) or only centre (Dr. GRPO style).
   Returns:
     [B, G] float32 advantages.
   """
@@ -44,6 +46,13 @@ def masked_aggregate(x: jax.Array, mask: jax.Array, agg: str = "token-mean") -> 
   seq-mean-token-mean: mean over sequences with >= 1 valid token of (sum_t m x / sum_t m)
   seq-mean-token-sum:  mean over sequences with >= 1 valid token of  sum_t m x
   Invalid tokens are selected away with `where`, so they contribute exactly zero gradient.
+
+  Args:
+    x: [B, T] float per-token values (e.g. the per-token policy-gradient loss).
+    mask: [B, T] bool or 0/1, non-zero where the token counts.
+    agg: one of AGGREGATIONS.
+  Returns:
+    scalar; 0 when no token is valid.
   """
   if agg not in AGGREGATIONS:
     raise ValueError(f"unknown agg {agg!r}; valid: {AGGREGATIONS}")
@@ -60,14 +69,33 @@ def masked_aggregate(x: jax.Array, mask: jax.Array, agg: str = "token-mean") -> 
 
 
 def k3_kl(logp: jax.Array, ref_logp: jax.Array) -> jax.Array:
-  """Per-token k3 estimate of KL(pi || pi_ref): exp(d) - d - 1, d = clip(ref_logp - logp, ±20),
-  clamped to [-10, 10] (verl's `low_var_kl`). Non-negative and unbiased for samples of pi."""
+  """Per-token k3 estimate of KL(pi || pi_ref) (verl's `low_var_kl`).
+
+      d  = clip(ref_logp - logp, -20, 20)
+      kl = clip(exp(d) - d - 1, -10, 10)
+
+  Non-negative; before the clamps an unbiased estimate for tokens sampled from pi.
+
+  Args:
+    logp: [B, T] float32 log-probs of the sampled tokens under pi (any shape: elementwise).
+    ref_logp: [B, T] float32 log-probs of the same tokens under pi_ref.
+  Returns:
+    [B, T] per-token estimates in [0, 10].
+  """
   d = jnp.clip(ref_logp - logp, -20.0, 20.0)
   return jnp.clip(jnp.exp(d) - d - 1.0, -10.0, 10.0)
 
 
 def token_entropy(logits: jax.Array) -> jax.Array:
-  """Entropy of softmax(logits) over the last axis: [..., V] -> [...] (float32)."""
+  """Entropy of softmax(logits) over the last axis, in nats.
+
+      H = -sum_v p_v log p_v,   p = softmax(logits)
+
+  Args:
+    logits: [..., V] float logits (e.g. [B, T, V]; any float dtype, computed in float32).
+  Returns:
+    [...] float32 entropies.
+  """
   logp = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
   return -(jnp.exp(logp) * logp).sum(axis=-1)
 
@@ -88,10 +116,13 @@ def grpo_loss(logp: jax.Array, old_logp: jax.Array, ref_logp: jax.Array,
   Args:
     logp, old_logp, ref_logp: [B, T] log-probabilities of the sampled tokens under the current,
       the sampling and the frozen reference policy (old and ref are treated as constants).
-    advantages: [B] (one per sequence) or [B, T].
+    advantages: [B] (one per sequence) or [B, T] float.
     mask: [B, T], 1 on response tokens that count.
+    clip_eps: PPO clip range of the ratio.
     dual_clip_c: > 1, or None to disable the dual clip.
+    kl_coef: weight of the k3 KL term (0 drops it).
     entropy: optional [B, T] per-token entropy of the current policy.
+    entropy_coef: weight of the entropy bonus (used only when `entropy` is given).
     agg: "token-mean" | "seq-mean-token-mean" | "seq-mean-token-sum" (see `masked_aggregate`).
   Returns:
     (scalar loss, metrics) with metrics clip_frac (tokens where the clip is active), dual_clip_frac,

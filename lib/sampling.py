@@ -3,7 +3,7 @@
 `generate` (arrays in, arrays out): left-padded prompts -> prefill -> `lax.while_loop` over new
 tokens, stopping per sequence on EOS ids on device and leaving the loop once every row has stopped.
 The model only needs `init_cache(batch, max_len)`, `extend(ids, mask, cache) -> (logits, cache)` and
-`config` (see lib/models/qwen.py); `extend_hidden` + `logits`, when present, spare the prefill the
+`config` (lib/models/qwen/model.py); `extend_hidden` + `logits`, when present, spare the prefill the
 [B, prompt, vocab] logits. Other decoder families plug in unchanged.
 Model weights enter as an argument (graphdef/state split), so one compiled program serves any
 checkpoint of the same shape; the KV cache is donated. Prompts are left-padded to a power-of-two
@@ -16,7 +16,7 @@ tokens and logprobs are cut after the token that completed the string.
 """
 import dataclasses
 import functools
-from typing import NamedTuple, Sequence
+from typing import Callable, NamedTuple, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -29,10 +29,27 @@ from lib.models import sharding as sharding_lib
 class SampleOutput(NamedTuple):
   """tokens [B,N] int32 (pad_id after a row stopped); logprobs [B,N] float32: log_softmax of the
   model's raw logits (temperature 1, unfiltered) at each token, 0 after a stop; lengths [B] int32:
-  tokens generated, counting the EOS token that stopped the row."""
+  tokens generated, counting the EOS token that stopped the row; top_ids / top_logprobs [B,N,K]
+  (K = `top_logprobs`, 0 when not asked): the K most likely tokens at each step and their
+  log-probs (same distribution as `logprobs`)."""
   tokens: jax.Array
   logprobs: jax.Array
   lengths: jax.Array
+  top_ids: jax.Array
+  top_logprobs: jax.Array
+
+
+class _Decode(NamedTuple):
+  """The decode loop's carry; it lives on device between chunks (the cache is donated)."""
+  step: jax.Array
+  cache: object
+  logits: jax.Array
+  tokens: jax.Array
+  logprobs: jax.Array
+  top_ids: jax.Array
+  top_logprobs: jax.Array
+  lengths: jax.Array
+  done: jax.Array
 
 
 def bucket_length(n: int, minimum: int = 16) -> int:
@@ -81,62 +98,136 @@ def _sample_filtered(logits, key, temperature, top_p, *, top_k):
     return jnp.where(x < threshold, -jnp.inf, x)
 
   scaled = jax.lax.cond(top_p < 1.0, nucleus, lambda x: x, scaled)
+  if key.ndim:  # one key per row: a row's draw does not depend on the rest of its batch
+    return jax.vmap(jax.random.categorical)(key, scaled).astype(jnp.int32)
   return jax.random.categorical(key, scaled, axis=-1).astype(jnp.int32)
 
 
-def _generate_impl(graphdef, state, cache, prompt_ids, prompt_mask, key, temperature, top_p, *,
-                   max_new_tokens, top_k, eos_ids, pad_id):
-  model = nnx.merge(graphdef, state)
-  batch = prompt_ids.shape[0]
+def _prefill(model, cache, prompt_ids, prompt_mask):
+  """Runs the prompt through the model -> (logits [B,V] at the last prompt position, cache)."""
   if hasattr(model, "extend_hidden"):  # project only the last prompt position onto the vocabulary
     hidden, cache = model.extend_hidden(prompt_ids, prompt_mask, cache)
-    last_logits = model.logits(hidden[:, -1])
-  else:
-    logits, cache = model.extend(prompt_ids, prompt_mask, cache)
-    last_logits = logits[:, -1]
+    return model.logits(hidden[:, -1]), cache
+  logits, cache = model.extend(prompt_ids, prompt_mask, cache)
+  return logits[:, -1], cache
+
+
+def _init_decode(cache, last_logits, batch, *, max_new_tokens, top_logprobs, pad_id) -> _Decode:
+  return _Decode(jnp.zeros((), jnp.int32), cache, last_logits,
+                 jnp.full((batch, max_new_tokens), pad_id, jnp.int32),
+                 jnp.zeros((batch, max_new_tokens), jnp.float32),
+                 jnp.zeros((batch, max_new_tokens, top_logprobs), jnp.int32),
+                 jnp.zeros((batch, max_new_tokens, top_logprobs), jnp.float32),
+                 jnp.zeros((batch,), jnp.int32), jnp.zeros((batch,), bool))
+
+
+def _decode_until(model, carry: _Decode, key, temperature, top_p, stop_step, *, top_k, eos_ids,
+                  pad_id) -> _Decode:
+  """Decodes from carry.step up to stop_step (exclusive), leaving early once every row is done."""
+  batch = carry.tokens.shape[0]
   eos = jnp.asarray(eos_ids if eos_ids else (-1,), jnp.int32)
 
-  def cond(carry):
-    step, _, _, _, _, _, done = carry
-    return (step < max_new_tokens) & ~jnp.all(done)
+  def cond(c):
+    return (c.step < stop_step) & ~jnp.all(c.done)
 
-  def body(carry):
-    step, cache, logits, tokens, logprobs, lengths, done = carry
-    token = sample_logits(logits, jax.random.fold_in(key, step), temperature, top_p, top_k)
-    logp = jnp.take_along_axis(jax.nn.log_softmax(logits, axis=-1), token[:, None], axis=-1)[:, 0]
-    token = jnp.where(done, pad_id, token)
-    tokens = jax.lax.dynamic_update_slice(tokens, token[:, None], (0, step))
-    logprobs = jax.lax.dynamic_update_slice(logprobs, jnp.where(done, 0.0, logp)[:, None], (0, step))
-    lengths = lengths + (~done).astype(jnp.int32)
-    done = done | jnp.isin(token, eos)
+  def body(c):
+    step_key = (jax.vmap(jax.random.fold_in, (0, None))(key, c.step) if key.ndim
+                else jax.random.fold_in(key, c.step))
+    token = sample_logits(c.logits, step_key, temperature, top_p, top_k)
+    all_logp = jax.nn.log_softmax(c.logits.astype(jnp.float32), axis=-1)
+    logp = jnp.take_along_axis(all_logp, token[:, None], axis=-1)[:, 0]
+    token = jnp.where(c.done, pad_id, token)
+    tokens = jax.lax.dynamic_update_slice(c.tokens, token[:, None], (0, c.step))
+    logprobs = jax.lax.dynamic_update_slice(c.logprobs, jnp.where(c.done, 0.0, logp)[:, None],
+                                            (0, c.step))
+    top_ids, top_logprobs = c.top_ids, c.top_logprobs
+    if top_ids.shape[-1]:
+      vals, idx = jax.lax.top_k(all_logp, top_ids.shape[-1])
+      top_ids = jax.lax.dynamic_update_slice(top_ids, idx[:, None].astype(jnp.int32),
+                                             (0, c.step, 0))
+      top_logprobs = jax.lax.dynamic_update_slice(top_logprobs, vals[:, None], (0, c.step, 0))
+    lengths = c.lengths + (~c.done).astype(jnp.int32)
+    done = c.done | jnp.isin(token, eos)
     # Stopped rows keep decoding pad tokens (cheaper than compacting); their outputs are masked.
-    next_logits, cache = model.extend(token[:, None], jnp.ones((batch, 1), jnp.int32), cache)
-    return step + 1, cache, next_logits[:, 0], tokens, logprobs, lengths, done
+    next_logits, cache = model.extend(token[:, None], jnp.ones((batch, 1), jnp.int32), c.cache)
+    return _Decode(c.step + 1, cache, next_logits[:, 0], tokens, logprobs, top_ids, top_logprobs,
+                   lengths, done)
 
-  init = (jnp.zeros((), jnp.int32), cache, last_logits,
-          jnp.full((batch, max_new_tokens), pad_id, jnp.int32),
-          jnp.zeros((batch, max_new_tokens), jnp.float32),
-          jnp.zeros((batch,), jnp.int32), jnp.zeros((batch,), bool))
-  _, cache, _, tokens, logprobs, lengths, _ = jax.lax.while_loop(cond, body, init)
+  return jax.lax.while_loop(cond, body, carry)
+
+
+def _output(c: _Decode) -> SampleOutput:
+  return SampleOutput(c.tokens, c.logprobs, c.lengths, c.top_ids, c.top_logprobs)
+
+
+def _generate_impl(graphdef, state, cache, prompt_ids, prompt_mask, key, temperature, top_p, *,
+                   max_new_tokens, top_k, eos_ids, pad_id, top_logprobs=0):
+  model = nnx.merge(graphdef, state)
+  last_logits, cache = _prefill(model, cache, prompt_ids, prompt_mask)
+  carry = _init_decode(cache, last_logits, prompt_ids.shape[0], max_new_tokens=max_new_tokens,
+                       top_logprobs=top_logprobs, pad_id=pad_id)
+  carry = _decode_until(model, carry, key, temperature, top_p, max_new_tokens, top_k=top_k,
+                        eos_ids=eos_ids, pad_id=pad_id)
   # Returning the cache lets XLA alias the donated input buffer: decoding updates it in place.
-  return SampleOutput(tokens, logprobs, lengths), cache
+  return _output(carry), carry.cache
+
+
+def _start_impl(graphdef, state, cache, prompt_ids, prompt_mask, *, max_new_tokens, top_logprobs,
+                pad_id) -> _Decode:
+  model = nnx.merge(graphdef, state)
+  last_logits, cache = _prefill(model, cache, prompt_ids, prompt_mask)
+  return _init_decode(cache, last_logits, prompt_ids.shape[0], max_new_tokens=max_new_tokens,
+                      top_logprobs=top_logprobs, pad_id=pad_id)
+
+
+def _chunk_impl(graphdef, state, carry, key, temperature, top_p, stop_step, cancel, *, top_k,
+                eos_ids, pad_id) -> _Decode:
+  # Cancelled rows are marked done: they stop counting tokens, and once every row is done the
+  # loop exits without running the rest of the chunk.
+  carry = carry._replace(done=carry.done | cancel)
+  return _decode_until(nnx.merge(graphdef, state), carry, key, temperature, top_p, stop_step,
+                       top_k=top_k, eos_ids=eos_ids, pad_id=pad_id)
 
 
 def _jit(fn):
-  return jax.jit(fn, static_argnames=("graphdef", "max_new_tokens", "top_k", "eos_ids", "pad_id"),
+  return jax.jit(fn, static_argnames=("graphdef", "max_new_tokens", "top_k", "eos_ids", "pad_id",
+                                      "top_logprobs"),
                  donate_argnames=("cache",))
 
 
 _generate_jit = _jit(_generate_impl)  # module attribute so tests can wrap the traced function
+_start_jit = jax.jit(_start_impl, donate_argnames=("cache",),
+                     static_argnames=("graphdef", "max_new_tokens", "top_logprobs", "pad_id"))
+# stop_step is traced, so every chunk of a decode reuses one compiled program.
+_chunk_jit = jax.jit(_chunk_impl, static_argnames=("graphdef", "top_k", "eos_ids", "pad_id"),
+                     donate_argnames=("carry",))
 
 
 def generate(graphdef, state, prompt_ids, prompt_mask, key, *, max_new_tokens: int,
              temperature: float = 1.0, top_p: float = 1.0, top_k: int = 0,
              eos_ids: Sequence[int] = (), pad_id: int = 0, bucket: bool = True,
-             mesh: jax.sharding.Mesh | None = None) -> SampleOutput:
-  """Samples up to max_new_tokens per row. prompt_ids/prompt_mask [B,P] are left-padded (real tokens
-  flush right, see `left_pad`); key is a jax PRNG key. With a mesh, the batch is split over "data"
-  (place the weights first with `lib.models.shard_model`)."""
+             mesh: jax.sharding.Mesh | None = None, top_logprobs: int = 0,
+             chunk_size: int = 0,
+             on_chunk: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
+             ) -> SampleOutput:
+  """Samples up to max_new_tokens per row.
+
+  Args:
+    graphdef, state: the model, split with `nnx.split`.
+    prompt_ids, prompt_mask: [B,P] int, left-padded (real tokens flush right, see `left_pad`).
+    key: one PRNG key, or [B] keys (one per row: a row's samples then do not depend on which
+      other rows share its batch).
+    top_logprobs: K > 0 also returns the K most likely tokens and log-probs at every step.
+    chunk_size: > 0 decodes in jitted chunks of this many steps (one compiled program for every
+      chunk) and calls `on_chunk(lengths [B] int32, done [B] bool)` on the host between chunks;
+      it returns a [B] bool mask of rows to stop now (cancelled requests, rows past their own
+      token budget). A batch whose rows are all done or stopped ends at that chunk boundary.
+      There is no per-token Python call either way.
+    mesh: splits the batch over "data" (place the weights first with `lib.models.shard_model`).
+
+  Returns:
+    SampleOutput (tokens/logprobs [B,N], lengths [B], top_ids/top_logprobs [B,N,K]).
+  """
   prompt_ids = np.asarray(prompt_ids, np.int32)
   prompt_mask = np.asarray(prompt_mask, np.int32)
   if prompt_ids.shape != prompt_mask.shape or prompt_ids.ndim != 2:
@@ -146,6 +237,10 @@ def generate(graphdef, state, prompt_ids, prompt_mask, key, *, max_new_tokens: i
   if max_new_tokens < 1:
     raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
   batch, length = prompt_ids.shape
+  if not jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):
+    key = jax.random.wrap_key_data(key)  # raw uint32 keys: same random bits, one code path
+  if key.shape not in ((), (batch,)):
+    raise ValueError(f"key must be one PRNG key or one per row ({batch}), got shape {key.shape}")
   if bucket and bucket_length(length) > length:
     extra = bucket_length(length) - length
     prompt_ids = np.pad(prompt_ids, ((0, 0), (extra, 0)), constant_values=pad_id)
@@ -156,11 +251,30 @@ def generate(graphdef, state, prompt_ids, prompt_mask, key, *, max_new_tokens: i
   if mesh is not None:
     cache, prompt_ids, prompt_mask = jax.tree.map(
         lambda x: sharding_lib.shard_batch(x, mesh) if x.ndim else x, (cache, prompt_ids, prompt_mask))
-  out, _ = _generate_jit(graphdef, state, cache, prompt_ids, prompt_mask, key,
-                         jnp.float32(temperature), jnp.float32(top_p),
-                         max_new_tokens=max_new_tokens, top_k=int(top_k),
-                         eos_ids=tuple(int(e) for e in eos_ids), pad_id=int(pad_id))
-  return out
+  static = dict(top_k=int(top_k), eos_ids=tuple(int(e) for e in eos_ids), pad_id=int(pad_id))
+  temperature, top_p = jnp.float32(temperature), jnp.float32(top_p)
+  if chunk_size <= 0:
+    out, _ = _generate_jit(graphdef, state, cache, prompt_ids, prompt_mask, key, temperature,
+                           top_p, max_new_tokens=max_new_tokens, top_logprobs=int(top_logprobs),
+                           **static)
+    return out
+  carry = _start_jit(graphdef, state, cache, prompt_ids, prompt_mask,
+                     max_new_tokens=max_new_tokens, top_logprobs=int(top_logprobs),
+                     pad_id=int(pad_id))
+  cancel = np.zeros((batch,), bool)
+  step = 0
+  while True:
+    stop_step = min(step + chunk_size, max_new_tokens)
+    carry = _chunk_jit(graphdef, state, carry, key, temperature, top_p, jnp.int32(stop_step),
+                       jnp.asarray(cancel), **static)
+    step, lengths, done = jax.device_get((carry.step, carry.lengths, carry.done))
+    if step >= max_new_tokens or done.all():
+      break
+    if on_chunk is not None:
+      cancel = np.asarray(on_chunk(lengths, done), bool) | cancel
+      if (cancel | done).all():
+        break
+  return _output(carry)
 
 
 @dataclasses.dataclass
@@ -202,6 +316,22 @@ def cut_at_stop_strings(tokenizer, token_ids: list[int], stop: Sequence[str]):
   return text[:start], lo
 
 
+def finish_row(tokenizer, token_ids: list[int], eos_ids: Sequence[int], stop: Sequence[str] = ()
+               ) -> tuple[str, int, str]:
+  """One row's generated tokens -> (text, tokens kept, finish_reason).
+
+  A final EOS token is kept in the count but not in the text ("stop"); a stop string cuts the text
+  right before it and the tokens after the one completing it ("stop"); otherwise "length".
+  """
+  n = len(token_ids)
+  ended_on_eos = n > 0 and token_ids[-1] in eos_ids
+  body = token_ids[:-1] if ended_on_eos else token_ids
+  cut = cut_at_stop_strings(tokenizer, body, stop) if stop and body else None
+  if cut is not None:
+    return cut[0], cut[1], "stop"
+  return tokenizer.decode(body), n, "stop" if ended_on_eos else "length"
+
+
 def generate_text(model, tokenizer, prompts: Sequence, key, *, max_new_tokens: int = 256,
                   temperature: float = 1.0, top_p: float = 1.0, top_k: int = 0,
                   stop: Sequence[str] = (), eos_ids: Sequence[int] | None = None,
@@ -228,19 +358,13 @@ def generate_text(model, tokenizer, prompts: Sequence, key, *, max_new_tokens: i
   out = generate(graphdef, state, ids, mask, key, max_new_tokens=max_new_tokens,
                  temperature=temperature, top_p=top_p, top_k=top_k, eos_ids=eos_ids, pad_id=pad_id,
                  mesh=mesh)
-  tokens, logprobs, lengths = jax.device_get(out)
+  tokens, logprobs, lengths = jax.device_get((out.tokens, out.logprobs, out.lengths))
   completions = []
   for row, prompt_ids in enumerate(encoded):
     n = int(lengths[row])
     token_ids, row_logprobs = tokens[row, :n].tolist(), logprobs[row, :n].tolist()
-    ended_on_eos = n > 0 and token_ids[-1] in eos_ids
-    reason = "stop" if ended_on_eos else "length"
-    body = token_ids[:-1] if ended_on_eos else token_ids
-    text = tokenizer.decode(body)
-    cut = cut_at_stop_strings(tokenizer, body, stop) if stop and body else None
-    if cut is not None:
-      text, n = cut
-      token_ids, row_logprobs, reason = token_ids[:n], row_logprobs[:n], "stop"
+    text, n, reason = finish_row(tokenizer, token_ids, eos_ids, stop)
+    token_ids, row_logprobs = token_ids[:n], row_logprobs[:n]
     completions.append(Completion(text=text, token_ids=token_ids, logprobs=row_logprobs,
                                   prompt_tokens=len(prompt_ids), completion_tokens=n,
                                   finish_reason=reason))

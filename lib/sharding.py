@@ -1,9 +1,14 @@
-"""Data-parallel + FSDP placement of train states and batches on a ("data", "fsdp") mesh.
+"""The one device mesh, and data-parallel + FSDP placement of train states and batches on it.
+
+`make_mesh(data, fsdp, model)` builds the ("data", "fsdp", "model") mesh that both training and
+inference use: the trainer shards states over "fsdp" (here) and batches over "data" x "fsdp"; the
+model's tensor-parallel placement (`lib.models.sharding`) shards weights over "model". An axis of
+size 1 changes nothing, so one mesh serves a pure-FSDP train step and a pure tensor-parallel model.
 
 Every array leaf of the train state (params, AdamW moments) is split along its largest dimension
 that the "fsdp" axis divides (ZeRO-3 style; XLA all-gathers weights for the forward pass and
 reduce-scatters gradients); small or indivisible leaves are replicated. Batches are split along
-their leading axis over both mesh axes, so all devices hold different rows.
+their leading axis over "data" and "fsdp", so those devices all hold different rows.
 
     mesh = sharding.make_mesh(data=2, fsdp=4)
     state_sh = sharding.state_shardings(state, mesh)
@@ -12,31 +17,45 @@ their leading axis over both mesh axes, so all devices hold different rows.
 
 Multi-host: call `jax.distributed.initialize()` before building the mesh (launch.py flag); the mesh
 then spans `jax.devices()` of all hosts and each host feeds its `process_index` slice of the batch.
-This is the inference-side counterpart of `lib.models.sharding` (tensor-parallel "model" axis).
 """
 from typing import Any, Callable
 
 import jax
 import numpy as np
-from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec as P
 
-AXES = ("data", "fsdp")
+AXES = ("data", "fsdp", "model")
 BATCH_AXES = ("data", "fsdp")
 
 
-def make_mesh(data: int = 1, fsdp: int = -1, devices=None) -> Mesh:
-  """A data x fsdp mesh; -1 for one axis takes all remaining devices."""
+def make_mesh(data: int = 1, fsdp: int = 1, model: int = 1, devices=None) -> Mesh:
+  """The ("data", "fsdp", "model") mesh over the first data*fsdp*model devices.
+
+  Args:
+    data: data-parallel replicas (batch rows split, weights replicated).
+    fsdp: ZeRO-3 shards of the train state (batch rows split too).
+    model: tensor-parallel shards of the weights (`lib.models.shard_model`).
+    devices: defaults to `jax.devices()`.
+    At most one of data, fsdp, model may be -1: that axis takes all remaining devices.
+
+  Returns:
+    A Mesh of shape (data, fsdp, model) with auto axes (XLA propagates shardings).
+  """
   devices = list(jax.devices() if devices is None else devices)
   n = len(devices)
-  if data == -1 and fsdp == -1:
-    raise ValueError("at most one of data, fsdp may be -1")
-  if data == -1:
-    data = n // fsdp
-  if fsdp == -1:
-    fsdp = n // data
-  if data < 1 or fsdp < 1 or data * fsdp > n:
-    raise ValueError(f"mesh data={data} x fsdp={fsdp} does not fit {n} devices")
-  return Mesh(np.asarray(devices[:data * fsdp]).reshape(data, fsdp), AXES)
+  sizes = {"data": data, "fsdp": fsdp, "model": model}
+  free = [axis for axis, size in sizes.items() if size == -1]
+  if len(free) > 1:
+    raise ValueError(f"at most one of data, fsdp, model may be -1, got {sizes}")
+  if free:
+    rest = int(np.prod([size for size in sizes.values() if size != -1]))
+    sizes[free[0]] = n // rest if rest > 0 else 0
+  total = int(np.prod(list(sizes.values())))
+  if min(sizes.values()) < 1 or total > n:
+    shape = " x ".join(f"{axis}={size}" for axis, size in sizes.items())
+    raise ValueError(f"mesh {shape} does not fit {n} devices")
+  grid = np.asarray(devices[:total]).reshape(tuple(sizes.values()))
+  return Mesh(grid, AXES, axis_types=(AxisType.Auto,) * len(AXES))
 
 
 def fsdp_spec(shape: tuple[int, ...], n_fsdp: int, min_size: int = 1024) -> P:
@@ -62,18 +81,20 @@ def state_shardings(tree: Any, mesh: Mesh, min_size: int = 1024) -> Any:
 
 
 def batch_sharding(mesh: Mesh) -> NamedSharding:
-  """Leading axis split over every device of the mesh (one sharding for all batch leaves)."""
+  """Leading axis split over the "data" and "fsdp" devices, replicated over "model" (one sharding
+  for all batch leaves)."""
   return NamedSharding(mesh, P(BATCH_AXES))
 
 
 def replicated(mesh: Mesh) -> NamedSharding:
+  """Every device of `mesh` holds the whole array (metrics, scalars)."""
   return NamedSharding(mesh, P())
 
 
 def shard_batch(batch: Any, mesh: Mesh) -> Any:
-  """device_put every leaf split along its leading axis; that axis must be divisible by the
-  mesh size (pad the batch, with zero masks, to a multiple of it)."""
-  n = mesh.devices.size
+  """device_put every leaf split along its leading axis over "data" x "fsdp"; that axis must be
+  divisible by data * fsdp (pad the batch, with zero masks, to a multiple of it)."""
+  n = mesh.shape["data"] * mesh.shape["fsdp"]
   for x in jax.tree.leaves(batch):
     if np.shape(x)[0] % n:
       raise ValueError(f"batch leading axis {np.shape(x)[0]} is not divisible by {n} devices")

@@ -14,10 +14,19 @@ ArrayLike = Sequence[float] | np.ndarray
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
-  """Unbiased pass@k: 1 - C(n-c, k) / C(n, k) (Chen et al., 2021).
+  """Unbiased pass@k of one task from n attempts with c successes (Chen et al., 2021).
+
+      pass@k = 1 - C(n-c, k) / C(n, k)
 
   Evaluated as 1 - prod_{i=n-c+1}^{n} (1 - k/i), which stays finite for n in the thousands where
   the binomials overflow floating point.
+
+  Args:
+    n: number of attempts, n >= 1.
+    c: number of successful attempts, 0 <= c <= n.
+    k: attempts allowed by the metric, 1 <= k <= n.
+  Returns:
+    float in [0, 1]; exactly 1.0 when n - c < k.
   """
   if not 0 <= c <= n or not 1 <= k <= n:
     raise ValueError(f"need 0 <= c <= n and 1 <= k <= n, got n={n}, c={c}, k={k}")
@@ -28,7 +37,16 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 
 
 def pass_hat_k(successes: ArrayLike, k: int) -> float:
-  """pass^k: probability that k attempts drawn without replacement all succeed, C(c,k)/C(n,k)."""
+  """pass^k: probability that k attempts drawn without replacement all succeed.
+
+      pass^k = C(c, k) / C(n, k) = prod_{i=0}^{k-1} (c - i) / (n - i)
+
+  Args:
+    successes: [n] outcomes of one task's attempts; any non-zero entry counts as a success.
+    k: attempts drawn, 1 <= k <= n.
+  Returns:
+    float in [0, 1]; exactly 0.0 when c < k.
+  """
   s = np.asarray(successes)
   n, c = s.size, int(np.sum(s != 0))
   if not 1 <= k <= n:
@@ -40,7 +58,13 @@ def pass_hat_k(successes: ArrayLike, k: int) -> float:
 
 
 def avg_at_k(successes: ArrayLike) -> float:
-  """avg@k: the mean success over the k attempts of one task."""
+  """avg@k: the mean success over the k attempts of one task.
+
+  Args:
+    successes: [k] 0/1 (or any numeric) outcomes, k >= 1.
+  Returns:
+    float mean (computed in float64).
+  """
   s = np.asarray(successes, dtype=np.float64)
   if s.size == 0:
     raise ValueError("avg_at_k of no attempts")
@@ -70,7 +94,23 @@ def _resample(clusters: list[np.ndarray], statistic: Callable, n_resamples: int,
 
 def bootstrap_ci(values_by_cluster, statistic: Callable = np.mean, n_resamples: int = 10_000,
                  seed: int = 0, level: float = 0.95) -> tuple[float, float]:
-  """Percentile CI of `statistic(pooled values)` resampling clusters with replacement."""
+  """Percentile CI of `statistic(pooled values)` resampling clusters with replacement.
+
+  Each resample draws as many clusters as there are, with replacement, concatenates their values
+  and evaluates `statistic`; the CI is the ((1-level)/2, 1-(1-level)/2) quantile pair of the
+  n_resamples statistics.
+
+  Args:
+    values_by_cluster: sequence of [n_i] arrays, one per cluster, or a dict cluster -> [n_i]
+      array (taken in sorted-key order); scalars count as [1]; no cluster may be empty.
+    statistic: [sum of drawn n_i] float64 -> float. `np.mean` itself takes an exact fast path
+      (sum of drawn cluster sums / sum of drawn cluster sizes).
+    n_resamples: number of bootstrap resamples.
+    seed: seed of the `np.random.default_rng` that draws the clusters.
+    level: two-sided coverage in (0, 1).
+  Returns:
+    (lo, hi) floats.
+  """
   stats = _resample(_clusters(values_by_cluster), statistic, n_resamples, seed)
   alpha = (1.0 - level) / 2.0
   lo, hi = np.quantile(stats, [alpha, 1.0 - alpha])
@@ -80,7 +120,16 @@ def bootstrap_ci(values_by_cluster, statistic: Callable = np.mean, n_resamples: 
 def paired_bootstrap_ci(a_by_cluster, b_by_cluster, statistic: Callable = np.mean,
                         n_resamples: int = 10_000, seed: int = 0,
                         level: float = 0.95) -> tuple[float, float]:
-  """CI of the mean paired difference a - b, resampling clusters (pairs stay together)."""
+  """CI of `statistic` of the paired differences a - b (default: their mean), resampling clusters
+  (pairs stay together); `bootstrap_ci` on the per-cluster differences.
+
+  Args:
+    a_by_cluster, b_by_cluster: the same clusters in the same order (dicts: the same keys), as in
+      `bootstrap_ci`, with equal sizes; element j of a's cluster i pairs with element j of b's.
+    statistic, n_resamples, seed, level: as in `bootstrap_ci`.
+  Returns:
+    (lo, hi) floats.
+  """
   a, b = _clusters(a_by_cluster), _clusters(b_by_cluster)
   if len(a) != len(b) or any(x.shape != y.shape for x, y in zip(a, b)):
     raise ValueError("paired bootstrap needs the same clusters with the same sizes")
@@ -88,7 +137,17 @@ def paired_bootstrap_ci(a_by_cluster, b_by_cluster, statistic: Callable = np.mea
 
 
 def clopper_pearson(successes: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
-  """Exact (Clopper-Pearson) two-sided 1-alpha interval for a binomial proportion."""
+  """Exact (Clopper-Pearson) two-sided 1-alpha interval for a binomial proportion.
+
+      lo = Beta.ppf(alpha/2; x, n-x+1),  hi = Beta.ppf(1-alpha/2; x+1, n-x),  x = successes
+
+  Args:
+    successes: number of successes x, 0 <= x <= n.
+    n: number of trials, n > 0.
+    alpha: total two-sided error rate.
+  Returns:
+    (lo, hi) floats; lo = 0 when x = 0 and hi = 1 when x = n.
+  """
   from scipy.stats import beta  # scipy is a core dependency; imported here to keep import light
   if not 0 <= successes <= n or n == 0:
     raise ValueError(f"need 0 <= successes <= n and n > 0, got {successes}/{n}")
@@ -101,6 +160,12 @@ def mcnemar_exact(b: int, c: int) -> float:
   """Two-sided exact McNemar p-value from the discordant counts b and c.
 
   Under H0 the discordant pairs split Binomial(b + c, 1/2); p = min(1, 2 P[X <= min(b, c)]).
+
+  Args:
+    b: pairs where system A succeeded and B failed.
+    c: pairs where B succeeded and A failed (the test is symmetric in b and c).
+  Returns:
+    float p-value in [0, 1]; 1.0 when there are no discordant pairs.
   """
   n = b + c
   if n == 0:
@@ -110,7 +175,15 @@ def mcnemar_exact(b: int, c: int) -> float:
 
 
 def holm(pvalues: ArrayLike) -> np.ndarray:
-  """Holm-Bonferroni adjusted p-values (step-down, monotone, capped at 1)."""
+  """Holm-Bonferroni adjusted p-values (step-down, monotone, capped at 1).
+
+      p_adj_(j) = min(1, max_{i <= j} (m - i + 1) p_(i))    p_(1) <= ... <= p_(m) sorted, 1-based
+
+  Args:
+    pvalues: [m] raw p-values.
+  Returns:
+    [m] float64 adjusted p-values, in the input order.
+  """
   p = np.asarray(pvalues, dtype=np.float64)
   order = np.argsort(p)
   m = p.size

@@ -11,7 +11,13 @@ _WRITERS: dict[str, SummaryWriter] = {}
 
 
 def writer(workdir: str) -> SummaryWriter:
-  """Returns the run's SummaryWriter (events under `<workdir>/tb`), creating it once."""
+  """Returns the run's SummaryWriter (events under `<workdir>/tb`), creating it once.
+
+  Args:
+    workdir: the run directory; equal absolute paths share one writer.
+  Returns:
+    tensorboardX SummaryWriter.
+  """
   path = os.path.abspath(workdir)
   if path not in _WRITERS:
     _WRITERS[path] = SummaryWriter(logdir=os.path.join(path, "tb"))
@@ -19,13 +25,25 @@ def writer(workdir: str) -> SummaryWriter:
 
 
 def close(workdir: str) -> None:
+  """Closes and forgets the run's writer; a no-op when none is open.
+
+  Args:
+    workdir: the run directory given to `writer`.
+  """
   w = _WRITERS.pop(os.path.abspath(workdir), None)
   if w is not None:
     w.close()
 
 
 def scalars(workdir: str, step: int, values: dict, prefix: str = "") -> None:
-  """Writes every numeric entry of `values` as a scalar at `step`."""
+  """Writes every numeric entry of `values` as a scalar at `step`.
+
+  Args:
+    workdir: the run directory (its writer is created if needed).
+    step: global step of the scalars.
+    values: name -> value; entries that float() rejects are skipped.
+    prefix: prepended to every name, e.g. "train/".
+  """
   w = writer(workdir)
   for name, value in values.items():
     try:

@@ -4,6 +4,7 @@ trained offline for the tiny models of tests and embedded defaults.
 Trained tokenizers speak ChatML (<|im_start|>role\\n...<|im_end|>), the format of Qwen's own chat
 template, so prompts, stop tokens and `lib.sampling.generate_text` behave the same for both.
 """
+import json
 from pathlib import Path
 from typing import Iterable
 
@@ -43,8 +44,10 @@ def load_tokenizer(path) -> transformers.PreTrainedTokenizerFast:
   return tok
 
 
-def render_chat(tokenizer, messages: list[dict], add_generation_prompt: bool = True, **kwargs) -> str:
-  """Chat messages -> prompt text through the tokenizer's own template (clear error if it has none)."""
+def render_chat(tokenizer, messages: list[dict], add_generation_prompt: bool = True,
+                **kwargs) -> str:
+  """Chat messages -> prompt text through the tokenizer's own template (clear error if it has
+  none)."""
   if not getattr(tokenizer, "chat_template", None):
     raise ValueError(f"tokenizer {tokenizer.name_or_path!r} has no chat template")
   return tokenizer.apply_chat_template(messages, tokenize=False,
@@ -72,6 +75,26 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int, path,
   tok = transformers.PreTrainedTokenizerFast(
       tokenizer_object=bpe, eos_token=IM_END, pad_token=PAD, chat_template=CHATML_TEMPLATE,
       padding_side="left", clean_up_tokenization_spaces=False)
+  save_tokenizer(tok, path)
+  return load_tokenizer(path)
+
+
+# The class transformers 4.x and 5.x both resolve for a tokenizer.json-backed fast tokenizer
+# (5.x writes "TokenizersBackend", which 4.x does not know).
+PORTABLE_TOKENIZER_CLASS = "PreTrainedTokenizerFast"
+
+
+def save_tokenizer(tok: transformers.PreTrainedTokenizerFast, path) -> None:
+  """Saves a fast tokenizer in Hugging Face format that transformers 4.x and 5.x both load.
+
+  Args:
+    tok: the tokenizer (with its chat template, if any).
+    path: directory to write tokenizer.json, tokenizer_config.json and chat_template.jinja to.
+  """
   Path(path).mkdir(parents=True, exist_ok=True)
   tok.save_pretrained(str(path))
-  return load_tokenizer(path)
+  config_path = Path(path) / "tokenizer_config.json"
+  config = json.loads(config_path.read_text(encoding="utf-8"))
+  config["tokenizer_class"] = PORTABLE_TOKENIZER_CLASS
+  config.pop("backend", None)  # a 5.x-only key; 5.x picks the tokenizers backend from the file
+  config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")

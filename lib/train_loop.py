@@ -1,37 +1,36 @@
-"""Pieces every training entry point repeats: the model from a config block, the optimizer state on
-an optional mesh, resuming from `lib.checkpoint`, and logging to TensorBoard.
+"""Pieces every training entry point repeats: the model from its `model` block
+(`lib.model_setup`), the optimizer state on an optional mesh, resuming from `lib.checkpoint`, and
+logging to TensorBoard.
 
-Config block `model`: preset (a `lib.models` preset name), overrides (dict of QwenConfig fields),
-checkpoint (a local Hugging Face directory; empty = random init from the preset), dtype
-("float32" | "bfloat16": compute dtype, master weights stay float32).
+Config block `model`: see lib/model_setup.py (checkpoint, preset, overrides, dtype, vocab_size;
+dtype is the compute dtype, master weights stay float32).
 Config block `mesh`: data, fsdp (device counts; data * fsdp <= devices, 1 x 1 = single device).
 """
 import os
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 from absl import logging
-from flax import nnx
 
-from lib import models, sharding, tb
+from lib import sharding, tb
 from lib.checkpoint import Checkpointer
+from lib.model_setup import build_model, compute_dtype
 from lib.train_state import TrainState, nnx_apply_fn
 
 
-def build_model(c: Any, seed: int) -> nnx.Module:
-  if c.checkpoint:
-    model, _ = models.load_pretrained(c.checkpoint, dtype="float32")
-    return model
-  config = models.preset(c.preset, **dict(c.get("overrides", {}) or {}))
-  return models.build(config, rngs=nnx.Rngs(seed))
-
-
 def setup(config: Any, tx, key: jax.Array):
-  """-> (model, apply_fn, state, mesh or None, state sharding or None)."""
-  model = build_model(config.model, int(jax.random.randint(key, (), 0, 2**31 - 1)))
-  dtype = None if config.model.dtype == "float32" else jnp.dtype(config.model.dtype)
-  apply_fn, params = nnx_apply_fn(model, compute_dtype=dtype)
+  """The model of `config.model` (no tokenizer: the toy trainers feed token ids) with its train
+  state on `config.mesh`.
+
+  Args:
+    config: a run config with `model` and `mesh` blocks.
+    tx: the optimizer.
+    key: init key (a from-scratch model's seed is drawn from it).
+  Returns:
+    (model, apply_fn, state, mesh or None, state sharding or None).
+  """
+  model, _, _ = build_model(config.model, seed=int(jax.random.randint(key, (), 0, 2**31 - 1)))
+  apply_fn, params = nnx_apply_fn(model, compute_dtype=compute_dtype(config.model))
   state = TrainState.create(params, tx)
   mesh = state_sh = None
   if config.mesh.data * config.mesh.fsdp > 1:
@@ -43,9 +42,18 @@ def setup(config: Any, tx, key: jax.Array):
   return model, apply_fn, state, mesh, state_sh
 
 
-def resume(workdir: str, state: TrainState, max_to_keep: int = 3):
-  """-> (checkpointer, state, start_iteration, metadata); restores the latest checkpoint if any."""
-  ckpt = Checkpointer(os.path.join(workdir, "ckpt"), max_to_keep=max_to_keep)
+def resume(workdir: str, state: TrainState, max_to_keep: int = 3, subdir: str = "ckpt"):
+  """Restores the latest checkpoint under <workdir>/<subdir>, if any.
+
+  Args:
+    workdir: the run directory.
+    state: the fresh state (the restore template).
+    max_to_keep: checkpoints the returned checkpointer keeps.
+    subdir: checkpoint folder inside workdir.
+  Returns:
+    (checkpointer, state, start_iteration, metadata ({} without a checkpoint)).
+  """
+  ckpt = Checkpointer(os.path.join(workdir, subdir), max_to_keep=max_to_keep)
   if ckpt.latest_step() is None:
     return ckpt, state, 0, {}
   state, meta = ckpt.restore(template=state)
@@ -54,5 +62,6 @@ def resume(workdir: str, state: TrainState, max_to_keep: int = 3):
 
 
 def log_scalars(workdir: str, step: int, metrics: dict, prefix: str) -> None:
+  """Writes the numeric `metrics` as TensorBoard scalars `<prefix><name>` at `step` and flushes."""
   tb.scalars(workdir, step, metrics, prefix=prefix)
   tb.writer(workdir).flush()

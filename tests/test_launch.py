@@ -1,8 +1,13 @@
-"""launch.py end to end in subprocesses: errors, config.json, TensorBoard, resume, sweeps."""
+"""launch.py end to end in subprocesses: one-line errors that create nothing, --help/--list,
+config.json, TensorBoard, resume, sweeps."""
 import json
 import os
 import subprocess
 import sys
+import tempfile
+import textwrap
+
+import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -72,3 +77,100 @@ def test_sweep_print_and_sweep_run(tmp_path):
     cfg = json.load(open(tmp_path / sub / "config.json"))
     assert cfg["attempts"] == attempts
     assert len((tmp_path / sub / "results.jsonl").read_text().splitlines()) == 8 * attempts
+
+
+def _error_creates_nothing(tmp_path, *args, workdir=None):
+  workdir = workdir or str(tmp_path / "run")
+  before = sorted(os.listdir(tmp_path))
+  line = _one_line_error(_launch(*args, f"--workdir={workdir}"))
+  assert not os.path.exists(tmp_path / "run") and sorted(os.listdir(tmp_path)) == before
+  return line
+
+
+def test_unknown_experiment_given_as_override_is_one_line_and_creates_nothing(tmp_path):
+  line = _error_creates_nothing(tmp_path, "--config=configs/smoke.py", "--config.experiment=nosuch")
+  assert "unknown experiment 'nosuch'; valid:" in line and "gencoord/eval" in line
+
+
+def test_bad_override_value_is_one_line(tmp_path):
+  line = _error_creates_nothing(tmp_path, "--config=configs/smoke.py", "--config.seed=abc")
+  assert "--config.seed=abc" in line
+
+
+def test_workdir_that_is_a_file_or_not_writable(tmp_path):
+  (tmp_path / "afile").write_text("x")
+  line = _error_creates_nothing(tmp_path, "--config=configs/smoke.py",
+                                workdir=str(tmp_path / "afile"))
+  assert "is a file" in line
+  line = _error_creates_nothing(tmp_path, "--config=configs/smoke.py",
+                                workdir=str(tmp_path / "afile" / "sub"))
+  assert "is a file" in line
+  locked = tmp_path / "locked"
+  locked.mkdir(mode=0o500)
+  # root writes anywhere chmod says not to; /sys refuses everyone in containers.
+  parent = "/sys" if os.geteuid() == 0 else str(locked)
+  try:
+    fd, probe = tempfile.mkstemp(dir=parent)
+    os.close(fd)
+    os.remove(probe)
+    pytest.skip(f"{parent} is writable here")
+  except OSError:
+    pass
+  line = _error_creates_nothing(tmp_path, "--config=configs/smoke.py",
+                                workdir=os.path.join(parent, "accord_run"))
+  assert "is not writable" in line
+
+
+def test_config_syntax_error_is_one_line(tmp_path):
+  cfg = tmp_path / "broken.py"
+  cfg.write_text("def get_config(arg=None)\n  return None\n")
+  line = _error_creates_nothing(tmp_path, f"--config={cfg}")
+  assert f"config file {cfg}, line 1: syntax error" in line
+
+
+def test_missing_workdir_is_one_line_not_a_usage_dump():
+  line = _one_line_error(_launch("--config=configs/smoke.py"))
+  assert line == "launch.py: error: missing --workdir=DIR (where this run writes its outputs)"
+
+
+def test_missing_or_empty_checkpoint_stops_before_any_work(tmp_path):
+  line = _error_creates_nothing(tmp_path, "--config=configs/serve.py:checkpoint=/no/such/ckpt")
+  assert "config.model.checkpoint='/no/such/ckpt' does not exist" in line
+  (tmp_path / "empty").mkdir()
+  line = _error_creates_nothing(tmp_path, "--config=configs/serve.py",
+                                f"--config.model.checkpoint={tmp_path / 'empty'}")
+  assert "is an empty directory" in line
+
+
+def test_help_and_list_show_experiments_and_config_files():
+  for flag in ("--help", "--list"):
+    r = _launch(flag)
+    assert r.returncode == 0, r.stderr
+    assert "gencoord/eval" in r.stdout and "wm/data" in r.stdout
+    assert ("configs/smoke.py                    Smoke experiment: exercises launch, logging"
+            in r.stdout)
+    assert "configs/gencoord/learned_common.py" not in r.stdout  # no get_config there
+    assert "--verbose" in r.stdout
+
+
+def test_config_help_lists_args_with_defaults_and_fields():
+  r = _launch("--config=configs/smoke.py:debug=True", "--help")
+  assert r.returncode == 0, r.stderr
+  args = r.stdout.split(":args")[1].split("fields")[0]
+  assert "debug=False" in args and "tasks=40" in args and "attempts=16" in args
+  assert "  attempts = 4\n" in r.stdout and "  experiment = 'smoke'\n" in r.stdout
+
+
+def test_library_info_logs_are_quiet_unless_verbose():
+  script = textwrap.dedent("""
+      import logging, os, sysconfig
+      import launch
+      f = launch.LibraryInfoFilter()
+      lib = os.path.join(sysconfig.get_paths()["purelib"], "orbax", "checkpoint", "x.py")
+      record = lambda path, level: logging.LogRecord("absl", level, path, 1, "m", (), None)
+      print(f.filter(record(lib, logging.INFO)), f.filter(record(lib, logging.WARNING)),
+            f.filter(record(os.path.abspath("lib/sft.py"), logging.INFO)))
+  """)
+  r = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
+                     timeout=300, env=dict(os.environ, JAX_PLATFORMS="cpu"))
+  assert r.stdout.split() == ["False", "True", "True"], r.stderr

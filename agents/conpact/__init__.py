@@ -4,7 +4,7 @@
   parse.py       tolerant extraction of assertion JSON, actions and sub-goals from model replies
   compare.py     the programmatic comparator: explicit contradictions, correctness vs ground truth
   prompts.py     system/user prompts for every role (our own wording)
-  textenv.py     Sokoban / MiniGrid / Crafter as host-loop text envs with `info["state_facts"]`
+  textenv.py     Task and instance lists (budgets) over the text envs of envs/ (Sokoban, ...)
   base.py        generator-based agents on the lib.llm.agent protocol, observation windows
   react.py       ReAct (+ assertion prompting), plan_act.py Plan-Act, self_refine.py, resample.py
   conpact_i.py   ConPAct-I: comparator-triggered discussion with the Table 18 ablation switches

@@ -1,7 +1,7 @@
 """Per-environment assertion schemas: the task-relevant state fields both roles report.
 
 A schema is a table of fields, each with a value type; `truth(facts)` maps an env's ground-truth
-`state_facts` (envs/*/text.py, envs/crafter_text.py) onto the same fields. Canonical values are
+`state_facts` (envs/*/text.py) onto the same fields. Canonical values are
 hashable Python values so that equality is the comparison rule:
 
   cell     (row, col) / (x, y) int pair              cells    frozenset of int pairs

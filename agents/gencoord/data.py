@@ -1,4 +1,4 @@
-"""Programmatic supervision rows for learned backends (prompt and target stored separately).
+"""Programmatic supervision rows for learned policies (prompt and target stored separately).
 
 Forward route (Table S5): for every episode one `sender_initial` row (target: SELF+REQ) and one
 `receiver_after_request` row (context includes the delivered REQ; target: downstream SELF and

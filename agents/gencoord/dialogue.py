@@ -22,6 +22,7 @@ import re
 
 from agents.gencoord import episode as E, surfaces
 from agents.gencoord.dsl import ParseError, PeerRequest, Proposal, parse, request_line
+from agents.gencoord.policies.base import CommitmentPolicy
 
 ONE_ROUND = ("sender_initial", "receiver_after_request")
 TWO_ROUNDS = ("sender_intent", "receiver_query") + ONE_ROUND
@@ -136,15 +137,16 @@ def gold_dialogue(ep: E.Episode) -> list:
 
 
 class Speaker:
-  """Any Short DSL backend (the program reference, a rule) as a dialogue participant.
+  """Any Short DSL commitment policy (the program reference, a rule) as a dialogue participant
+  (a `RawTextPolicy` on the freeform surface).
 
-  Sender turns state the inner backend's proposal (its own path alone in the intent turn);
+  Sender turns state the inner policy's proposal (its own path alone in the intent turn);
   state replies read the speaker's own inventory; a commitment turn decodes the incoming
-  free-form proposal with the shared extractor, hands the inner backend the equivalent Short
-  DSL request and states its answer. Charged the inner backend's calls per turn."""
+  free-form proposal with the shared extractor, hands the inner policy the equivalent Short
+  DSL request and states its answer. Charged the inner policy's calls per turn."""
   surface = "freeform"
 
-  def __init__(self, inner):
+  def __init__(self, inner: CommitmentPolicy):
     self.inner, self.name = inner, f"{inner.name}_dialogue"
     self.learned_calls = inner.learned_calls
 

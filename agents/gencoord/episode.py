@@ -10,7 +10,7 @@ import functools
 import json
 from typing import Any, Mapping
 
-from agents.gencoord import templates
+from agents.gencoord import naturalize, templates
 from envs.minecraft.world import Layout
 
 
@@ -102,7 +102,6 @@ def _private_factors(ep: Episode) -> dict:
 def _private(ep: Episode) -> dict:
   """The sender's private fact: the binding id, or its naturalized description."""
   if ep.private_surface:
-    from agents.gencoord import naturalize
     return {"private_note": naturalize.describe(ep.binding, ep.template, ep.private_surface,
                                                 ep.variant)}
   return {"active_binding": ep.binding, **_private_factors(ep)}

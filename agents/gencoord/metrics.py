@@ -18,11 +18,13 @@ _FORMED = ("EXECUTION_FAILURE", "HANDOFF_FAILURE", "TERMINAL_FAILURE")
 
 
 def episode_row(rec: Record) -> dict:
+  """One results.jsonl row for an episode's record (the policy's name under "backend", the
+  field configs name a condition's policy with)."""
   ep = rec.ep
   code = rec.failure_code
   c = rec.commitment
   return {
-      "condition": rec.condition, "backend": rec.backend, "episode_id": ep.episode_id,
+      "condition": rec.condition, "backend": rec.policy, "episode_id": ep.episode_id,
       "cluster_id": ep.cluster_id, "template": ep.template, "role_view": ep.role_view,
       "binding_true": ep.binding, "binding_committed": c.binding if c else None,
       "success": rec.success, "raw_valid": rec.raw_valid,
@@ -51,6 +53,37 @@ def branch_fields(ep, branch_id: str) -> dict:
   return {"craft_actor": f["craft_actor"], "handoff_item": f["handoff_item"],
           "handoff_count": f["handoff_count"], "peer_suffix": list(f["peer_suffix"]),
           "goal_item": last.args["item"], "goal_count": last.args["q"]}
+
+
+def field_fidelity(rows, episodes) -> list:
+  """Counterfactual feedback (S19): per commitment field, how many commitments match the
+  injected branch and the true-world branch.
+
+  Args:
+    rows: `episode_row` dicts of one counterfactual condition.
+    episodes: the Goal x Capability episodes the rows belong to.
+  Returns:
+    One {field, matches_injected, matches_true_world} row per field ("k/n" over the rows that
+    formed a commitment).
+  """
+  by_id = {ep.episode_id: ep for ep in episodes}
+  fields = ("craft_actor", "handoff_item", "handoff_count", "peer_suffix", "goal_item",
+            "goal_count")
+  counts = {f: [0, 0] for f in fields}
+  n = 0
+  for r in rows:
+    if r["fields"] is None:
+      continue
+    ep = by_id[r["episode_id"]]
+    other = "FINISHED_RECEIVER" if ep.peer_mode == "RAW_PROCESSOR" else "RAW_PROCESSOR"
+    injected = branch_fields(ep, capability.MODE_BRANCH[other])
+    true = branch_fields(ep, ep.binding)
+    n += 1
+    for f in fields:
+      counts[f][0] += r["fields"][f] == injected[f]
+      counts[f][1] += r["fields"][f] == true[f]
+  return [{"field": f, "matches_injected": f"{a}/{n}", "matches_true_world": f"{b}/{n}"}
+          for f, (a, b) in counts.items()]
 
 
 def by_cluster(rows, field: str = "success") -> dict:

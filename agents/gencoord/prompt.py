@@ -1,8 +1,8 @@
-"""Deterministic text rendering of a `LocalContext` (the prompt a learned backend reads).
+"""Deterministic text rendering of a `LocalContext` (the prompt a learned policy reads).
 
 Sections: stage, decision agent and peer, local observation (private facts included only when
 they are in this agent's observation), history, incoming message and the shared prior. The
-same rendering feeds the data builder, the TF-IDF neighbour rule and learned backends.
+same rendering feeds the data builder, the TF-IDF neighbour rule and learned policies.
 """
 import json
 

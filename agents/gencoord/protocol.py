@@ -1,9 +1,10 @@
 """Closed loops: Algorithm S1 (forward resolution) and S2 (bounded feedback resolution).
 
-Both loops are batched by stage: every episode's first-stage context goes to the backend in
-one `generate` call, then every surviving episode's second stage, so learned backends batch
-across episodes. Everything after generation (parse -> contract check -> resolve ->
-materialize -> compile -> execute -> verify) is deterministic and backend-independent.
+Both loops are batched by stage: every episode's first-stage context goes to the commitment
+policy (`agents.gencoord.policies.base.CommitmentPolicy`) in one `generate` call, then every
+surviving episode's second stage, so learned policies batch across episodes. Everything after
+generation (parse -> contract check -> resolve -> materialize -> compile -> execute -> verify)
+is deterministic and policy-independent.
 Controlled free-form runs as a multi-turn dialogue (`run_dialogue`, batched by turn index)
 whose extracted commitment joins the same route.
 
@@ -21,6 +22,8 @@ from agents.gencoord.dsl import (ParseError, PeerRequest, Proposal, parse, reque
                                  serialize)
 from agents.gencoord.skills import produces
 from agents.gencoord.materialize import MaterializationError, materialize
+from agents.gencoord.policies import prompted
+from agents.gencoord.policies.base import CommitmentPolicy, RawTextPolicy
 from agents.gencoord.verify import execute_and_verify
 from envs.minecraft.live.errors import BackendFailure
 
@@ -60,7 +63,7 @@ class Record:
   """One episode's outcome and online metrics."""
   ep: E.Episode
   condition: str
-  backend: str
+  policy: str                # the commitment policy's name
   result: object = None
   raw_valid: bool = True
   model_calls: int = 0
@@ -136,7 +139,15 @@ def _ground(rec: Record, c, world=None) -> None:
                 else Fail(outcome.status, outcome.detail))
 
 
-def _rest_of_sender_path(recs, firsts, backend) -> list:
+def _sender_outputs(policy, contexts) -> tuple[list, list]:
+  """The first sender stage: Short DSL texts and what crossed the boundary on the policy's
+  surface (the JSON `req`, a free-form sentence; None: the Short DSL request line itself)."""
+  if policy.surface == "dsl":
+    return policy.generate(contexts), [None] * len(contexts)
+  return prompted.decode_outputs(contexts, policy.generate_raw(contexts), policy.surface)
+
+
+def _rest_of_sender_path(recs, firsts, policy) -> list:
   """Single-step control: after its first step ran, each sender decides the rest of its path.
 
   Returns the joined proposals (first step + rest, the first call's request); records that
@@ -148,8 +159,8 @@ def _rest_of_sender_path(recs, firsts, backend) -> list:
         if first.self_plan else {}
     contexts.append(E.sender_after_step_context(rec.ep, serialize(first), produced))
   joined = []
-  for rec, q, text in zip(recs, firsts, backend.generate(contexts)):
-    rec.model_calls += backend.learned_calls
+  for rec, q, text in zip(recs, firsts, policy.generate(contexts)):
+    rec.model_calls += policy.learned_calls
     rest = _decode(rec, text, rec.ep.sender)
     if rest is not None and rest.peer_requests:
       rec.result = Fail("CONTRACT_REJECT", "the after-step decision must not request again")
@@ -159,29 +170,36 @@ def _rest_of_sender_path(recs, firsts, backend) -> list:
   return joined
 
 
-def run_forward(episodes, backend, condition: str = "true",
+def run_forward(episodes, policy: CommitmentPolicy | RawTextPolicy, condition: str = "true",
                 horizon: str = "multi", world=None) -> list[Record]:
   """Algorithm S1 over a batch of episodes under a request condition.
 
-  horizon="single" is the single-step controller: the sender's first call commits only its
-  first step (with the request), a second sender call after that step commits the rest, then
-  the receiver is called as usual (three learned stages instead of two).
-  A free-form backend (surface "freeform") runs the multi-turn dialogue, `run_dialogue`."""
+  Args:
+    episodes: forward episodes (`suites.forward`), one record each.
+    policy: a `CommitmentPolicy`; on a surface other than "dsl" also a `RawTextPolicy` (its raw
+      sender outputs give the wire payload), and on "freeform" (multi-step) only the latter:
+      it runs the multi-turn dialogue, `run_dialogue`.
+    condition: true / removed / alternative (see the module docstring).
+    horizon: "multi", or "single" for the single-step controller: the sender's first call
+      commits only its first step (with the request), a second sender call after that step
+      commits the rest, then the receiver is called as usual (three learned stages, not two).
+    world: episode -> fresh world; None runs the simulator.
+  Returns:
+    One `Record` per episode, in order.
+  """
   if condition not in FORWARD_CONDITIONS:
     raise ValueError(f"unknown forward condition {condition!r}; valid: {FORWARD_CONDITIONS}")
   if horizon not in ("multi", "single"):
     raise ValueError(f"horizon must be multi or single, got {horizon!r}")
-  if getattr(backend, "surface", "dsl") == "freeform" and horizon == "multi":
+  if policy.surface == "freeform" and horizon == "multi":
     if condition != "true":
       raise ValueError("the free-form dialogue runs under the true request condition only")
-    return run_dialogue(episodes, backend, world)
-  recs = [Record(ep, condition, backend.name) for ep in episodes]
-  texts = backend.generate([E.sender_context(ep, horizon) for ep in episodes])
-  # Surface-specific wire payloads (JSON req, free-form dialogue) when the backend has them.
-  wires = getattr(backend, "last_wire", None) or [None] * len(texts)
+    return run_dialogue(episodes, policy, world)
+  recs = [Record(ep, condition, policy.name) for ep in episodes]
+  texts, wires = _sender_outputs(policy, [E.sender_context(ep, horizon) for ep in episodes])
   firsts = []
   for rec, text, wire in zip(recs, texts, wires):
-    rec.model_calls += backend.learned_calls
+    rec.model_calls += policy.learned_calls
     q = _decode(rec, text, rec.ep.sender)
     if q is not None and horizon == "single" and len(q.self_plan) != 1:
       rec.result = Fail("CONTRACT_REJECT", "single-step control commits exactly one step")
@@ -189,7 +207,7 @@ def run_forward(episodes, backend, condition: str = "true",
     firsts.append((rec, q, wire))
   if horizon == "single":
     alive = [(r, q, w) for r, q, w in firsts if q is not None]
-    joined = _rest_of_sender_path([r for r, _, _ in alive], [q for _, q, _ in alive], backend)
+    joined = _rest_of_sender_path([r for r, _, _ in alive], [q for _, q, _ in alive], policy)
     firsts = [(r, j, w) for (r, _, w), j in zip(alive, joined)]
   stage2, delivered, senders = [], [], []
   for rec, q, wire in firsts:
@@ -207,9 +225,9 @@ def run_forward(episodes, backend, condition: str = "true",
     stage2.append(rec)
     delivered.append(message)
     senders.append(q)
-  texts = backend.generate([E.receiver_context(r.ep, m) for r, m in zip(stage2, delivered)])
+  texts = policy.generate([E.receiver_context(r.ep, m) for r, m in zip(stage2, delivered)])
   for rec, q_snd, text in zip(stage2, senders, texts):
-    rec.model_calls += backend.learned_calls
+    rec.model_calls += policy.learned_calls
     ep = rec.ep
     q_rcv = _decode(rec, text, ep.receiver)
     if q_rcv is None:
@@ -229,15 +247,15 @@ def run_forward(episodes, backend, condition: str = "true",
   return recs
 
 
-def run_dialogue(episodes, backend, world=None) -> list[Record]:
+def run_dialogue(episodes, policy: RawTextPolicy, world=None) -> list[Record]:
   """Controlled free-form (agents/gencoord/dialogue.py): turns batched by index across episodes.
 
-  `backend.generate_raw(contexts)` returns the raw turns. Each turn costs the backend's calls
+  `policy.generate_raw(contexts)` returns the raw turns. Each turn costs the policy's calls
   and, once it decodes, its UTF-8 bytes cross the boundary (wire = all dialogue bytes); an
   undecodable turn ends that dialogue with PARSE_FAILURE. After the last turn the shared
   extractor recovers (sender proposal, receiver commitment), which take the Short DSL route:
   contract check -> resolve -> materialize -> execute -> verify."""
-  recs = [Record(ep, "true", backend.name) for ep in episodes]
+  recs = [Record(ep, "true", policy.name) for ep in episodes]
   turns: list = [[] for _ in recs]
   alive = list(range(len(recs)))
   for k in range(len(dialogue.TWO_ROUNDS)):
@@ -246,12 +264,12 @@ def run_dialogue(episodes, backend, world=None) -> list[Record]:
       break
     contexts = [dialogue.context(recs[i].ep, dialogue.schedule(recs[i].ep)[k], turns[i])
                 for i in batch]
-    texts = backend.generate_raw(contexts)
+    texts = policy.generate_raw(contexts)
     if len(texts) != len(batch):
-      raise ValueError(f"backend returned {len(texts)} turns for {len(batch)} contexts")
+      raise ValueError(f"policy returned {len(texts)} turns for {len(batch)} contexts")
     for i, text in zip(batch, texts):
       rec = recs[i]
-      rec.model_calls += backend.learned_calls
+      rec.model_calls += policy.learned_calls
       rec.texts.append(text)
       try:
         dialogue.decode_turn(text)
@@ -294,7 +312,7 @@ def _direct(rec: Record, q: Proposal, world=None) -> None:
   _ground(rec, c, world)
 
 
-def run_feedback(episodes, backend, condition: str = "correct",
+def run_feedback(episodes, policy: CommitmentPolicy, condition: str = "correct",
                  response_override=None, world=None) -> list[Record]:
   """Algorithm S2 over a batch of Goal x Capability episodes.
 
@@ -303,7 +321,7 @@ def run_feedback(episodes, backend, condition: str = "correct",
   """
   if condition not in FEEDBACK_CONDITIONS:
     raise ValueError(f"unknown feedback condition {condition!r}; valid: {FEEDBACK_CONDITIONS}")
-  recs = [Record(ep, condition, backend.name) for ep in episodes]
+  recs = [Record(ep, condition, policy.name) for ep in episodes]
   if condition == "centralized":
     contexts = [E.centralized_context(ep) for ep in episodes]
     for rec, ctx in zip(recs, contexts):
@@ -311,10 +329,10 @@ def run_feedback(episodes, backend, condition: str = "correct",
       rec.aggregation_bytes = len(E.json_bytes(views))
   else:
     contexts = [E.requester_context(ep) for ep in episodes]
-  texts = backend.generate(contexts)
+  texts = policy.generate(contexts)
   stage2, responses, initials = [], [], []
   for rec, text in zip(recs, texts):
-    rec.model_calls += backend.learned_calls
+    rec.model_calls += policy.learned_calls
     ep = rec.ep
     q0 = _decode(rec, text, ep.sender)
     if q0 is None:
@@ -344,10 +362,10 @@ def run_feedback(episodes, backend, condition: str = "correct",
     stage2.append(rec)
     responses.append(rho)
     initials.append((q0, text))
-  texts = backend.generate([E.requester_context(r.ep, t0, rho.wire())
-                            for r, (_, t0), rho in zip(stage2, initials, responses)])
+  texts = policy.generate([E.requester_context(r.ep, t0, rho.wire())
+                           for r, (_, t0), rho in zip(stage2, initials, responses)])
   for rec, (q0, _), rho, text in zip(stage2, initials, responses, texts):
-    rec.model_calls += backend.learned_calls
+    rec.model_calls += policy.learned_calls
     ep = rec.ep
     q1 = _decode(rec, text, ep.sender)
     if q1 is None:

@@ -4,13 +4,14 @@
 - `freeform`: controlled natural-language sentences, one clause per task, and the shared
   extractor `decode_freeform` that recovers the Proposal from them (one proposal or commitment
   turn; `dialogue.py` builds the multi-turn free-form exchange from these turns).
-Factor codes (the binding id alone) need the public composer and live in `backends_rule`.
+Factor codes (the binding id alone) need the public composer: `policies/prompted.py`.
 Every decoder raises `ParseError` on undecodable text, like `dsl.parse`.
 """
 import json
 import re
 
 from agents.gencoord.dsl import ParseError, PeerRequest, Proposal, Task
+from agents.gencoord.skills import defaults
 
 SURFACES = ("dsl", "json", "freeform", "factor")
 
@@ -73,7 +74,6 @@ def _phrase_key(t: Task) -> str:
 
 
 def _clause(t: Task) -> str:
-  from agents.gencoord.skills import defaults
   args = defaults(t.skill, dict(t.args))
   text = _PHRASES[_phrase_key(Task(t.skill, args))].format(**args)
   return text + (f" (branch {args['bind']})" if "bind" in args else "")

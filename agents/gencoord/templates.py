@@ -3,12 +3,13 @@
 A template is the public task structure for one coordination edge: `compose(binding, snd, rcv,
 k)` returns the branch selected by `binding` (sender path, requested receiver path, terminal
 world predicate) at quantity scale `k`. This is the deterministic public composer that the
-rule backends, the data builder and the materializer share. The active binding is private to
+rule policies, the data builder and the materializer share. The active binding is private to
 the sender; the receiver sees the template and both admissible branches, never which one is on.
 
 Every requested path carries `bind=<binding>` on its first task, as in the paper's examples.
 """
 import dataclasses
+import importlib
 from typing import Callable
 
 from agents.gencoord.skills import task
@@ -176,7 +177,6 @@ _EXTENSIONS = ("agents.gencoord.capability", "agents.gencoord.crossproduct",
 
 
 def load_all() -> dict:
-  import importlib
   for module in _EXTENSIONS:
     importlib.import_module(module)
   return TEMPLATES

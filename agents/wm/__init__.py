@@ -8,4 +8,5 @@
   judge       LLM judge prompt (four rules) + verdict parser; offline rule-based judge
   passk       pass@k curves, shared-draw task-bootstrap bands, McNemar + Holm, PNG plot
   probes      action-distribution overlap, prediction preference (model-free part)
+  scripted    ScriptedAuditModel: the random stand-in model of CPU mechanics checks
 """

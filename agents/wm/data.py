@@ -9,6 +9,7 @@ condition on); refused actions stay in (predicting "Nothing happens." is part of
   test = held_out(eval_samples, train, n=1_200, seed=42)        # transitions absent from train
   mis = with_mismatched_targets(train, seed=0)                   # MIS targets (text derangement)
   messages = prompt_messages(s) / teacher_messages(s, target)    # chat input for GRPO / OPSD
+  texts = tokenizer_corpus(train)                                # what a tiny BPE is trained on
 """
 import dataclasses
 import json
@@ -18,6 +19,7 @@ import numpy as np
 
 from agents.wm.prompts import world_model_prompt
 from agents.wm.trajectory import Trajectory
+from lib.rewards import mismatched_targets
 
 
 @dataclasses.dataclass
@@ -93,7 +95,6 @@ def held_out(candidates: Sequence[WMSample], train: Sequence[WMSample], n: int |
 def with_mismatched_targets(samples: Sequence[WMSample], seed: int) -> list[WMSample]:
   """MIS: each sample's target becomes another sample's true next observation (a text-level
   derangement from `lib.rewards.mismatched_targets`); inputs are unchanged."""
-  from lib.rewards import mismatched_targets  # pylint: disable=import-outside-toplevel
   targets = mismatched_targets([s.next_obs for s in samples], seed)
   return [dataclasses.replace(s, target=t) for s, t in zip(samples, targets)]
 
@@ -112,6 +113,12 @@ def teacher_messages(s: WMSample) -> list[dict]:
   """The OPSD teacher's input: the student prompt plus the sample's target (GT or MIS)."""
   return [{"role": "user", "content": world_model_prompt(s.env, s.task, s.history, s.obs,
                                                          s.action, privileged_next=target_of(s))}]
+
+
+def tokenizer_corpus(samples: Sequence[WMSample]) -> list[str]:
+  """Texts a tiny model's tokenizer is trained on: prompts, targets and the tags."""
+  out = [m["content"] for s in samples for m in teacher_messages(s)]
+  return out + ["<think> </think> <next_state> </next_state> <action> </action>"] * 8
 
 
 def save_jsonl(path: str, rows: Iterable) -> None:

@@ -12,6 +12,7 @@ import functools
 import json
 import os
 import re
+from importlib import resources
 
 _TW_NAME = re.compile(r"tw_w(\d+)_o(\d+)_q(\d+)_s\d+")
 
@@ -19,13 +20,12 @@ _TW_NAME = re.compile(r"tw_w(\d+)_o(\d+)_q(\d+)_s\d+")
 @functools.cache
 def scienceworld_topics() -> dict[str, str]:
   """task name -> topic, from the tasks.json shipped inside the scienceworld package."""
-  from importlib import resources  # pylint: disable=import-outside-toplevel
   with resources.files("scienceworld").joinpath("tasks.json").open() as f:
     return {t["task_name"]: t["topic"] for t in json.load(f)}
 
 
 def domain(env: str, level) -> str:
-  """Domain label of one eval level (the level descriptors of experiments/wm/data.py sources:
+  """Domain label of one eval level (the level descriptors of `envs.text.sources` sources:
   (task, variation) for ScienceWorld, a game file path for ALFWorld and TextWorld)."""
   if env == "scienceworld":
     topics = scienceworld_topics()

@@ -14,6 +14,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from lib import model_setup, rewards
+
 _WORD = re.compile(r"[a-z0-9]+")
 
 
@@ -37,10 +39,11 @@ def make_embedder(c: Any) -> Callable[[list[str]], np.ndarray]:
   if kind == "qwen":
     if not c["path"]:
       raise ValueError("embedder kind 'qwen' needs embedder.path (a local checkpoint directory)")
-    from lib import models, rewards, tokenizer  # pylint: disable=import-outside-toplevel
-    model, _ = models.load_pretrained(c["path"], dtype="bfloat16")
-    return rewards.model_embedder(model, tokenizer.load_tokenizer(c["path"]),
-                                  max_length=int(c["max_length"]))
+    model, _, tok = model_setup.build_model(model_setup.model_block(checkpoint=c["path"]),
+                                            seed=0, dtype="bfloat16")
+    if tok is None:
+      raise FileNotFoundError(f"embedder.path {c['path']!r} has no tokenizer.json")
+    return rewards.model_embedder(model, tok, max_length=int(c["max_length"]))
   if kind == "openai":
     from lib.llm.openai_http import OpenAIBackend  # pylint: disable=import-outside-toplevel
     backend = OpenAIBackend(c["base_url"], c["model"], api_key_env=c["api_key_env"],

@@ -16,6 +16,7 @@ import itertools
 from typing import Mapping, Sequence
 
 import numpy as np
+from matplotlib.figure import Figure
 
 from lib import stats
 
@@ -101,10 +102,8 @@ def coverage_tests(counts: Counts) -> list[dict]:
 def plot_pass_at_k(curves: Mapping[str, np.ndarray], bands: Mapping[str, np.ndarray] | None,
                    path: str, ks: Sequence[int] = DEFAULT_KS, title: str = "") -> str:
   """Writes a PNG of pass@k (percent) against k (log2 axis), bands shaded; returns `path`."""
-  import matplotlib  # pylint: disable=import-outside-toplevel
-  matplotlib.use("Agg")
-  import matplotlib.pyplot as plt  # pylint: disable=import-outside-toplevel
-  fig, ax = plt.subplots(figsize=(5, 3.6), dpi=120)
+  fig = Figure(figsize=(5, 3.6), dpi=120)  # no pyplot: no global backend or figure registry
+  ax = fig.subplots()
   for cond, curve in curves.items():
     line, = ax.plot(ks, 100 * np.asarray(curve), marker="o", ms=3, label=cond)
     if bands is not None and cond in bands:
@@ -120,7 +119,6 @@ def plot_pass_at_k(curves: Mapping[str, np.ndarray], bands: Mapping[str, np.ndar
   ax.legend(fontsize=7)
   fig.tight_layout()
   fig.savefig(path)
-  plt.close(fig)
   return path
 
 

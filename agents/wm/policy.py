@@ -1,5 +1,6 @@
-"""The trained policy's text side: load (or build a tiny) model with its tokenizer, render chat
-prompts to token ids, pad batches, decode responses, find the <next_state> span, export.
+"""The trained policy's text side: the model of the `model` block with its tokenizer
+(lib/model_setup.py), chat prompts rendered to token ids, padded batches, decoded responses, the
+<next_state> span, export.
 
     model, tok = load_policy(config.model, seed, workdir, corpus)
     ids = encode_chat(tok, messages)                    # chat template + generation prompt
@@ -13,24 +14,29 @@ from typing import Any, Sequence
 import numpy as np
 from flax import nnx
 
-from lib import models, sampling, tokenizer as tokenizer_lib
+from lib import model_setup, models, sampling, tokenizer as tokenizer_lib
 
 OPEN, CLOSE = "<next_state>", "</next_state>"
 
 
 def load_policy(c: Any, seed: int, workdir: str, corpus: Sequence[str]):
-  """-> (model, tokenizer). c.checkpoint: a local HF dir (weights + tokenizer.json); empty builds
-  `c.preset` at random with a byte-level BPE of `c.vocab_size` trained on `corpus` (the tiny
-  CPU-scale model; the tokenizer is saved under <workdir>/tokenizer and is deterministic)."""
-  if c.checkpoint:
-    model, _ = models.load_pretrained(c.checkpoint, dtype="float32")
-    return model, tokenizer_lib.load_tokenizer(c.checkpoint)
-  tok = tokenizer_lib.train_tokenizer(list(corpus), int(c.vocab_size),
-                                      os.path.join(workdir, "tokenizer"))
-  config = models.preset(c.preset, vocab_size=len(tok), pad_token_id=tok.pad_token_id,
-                         eos_token_ids=(tok.convert_tokens_to_ids(tokenizer_lib.IM_END),),
-                         **dict(c.get("overrides", {}) or {}))
-  return models.build(config, rngs=nnx.Rngs(seed)), tok
+  """The policy of `model` block `c` (lib/model_setup.py) with its tokenizer.
+
+  Args:
+    c: the `model` block. With c.checkpoint: a local HF dir (weights + tokenizer.json). Empty:
+      `c.preset` at random with a byte-level BPE of `c.vocab_size` trained on `corpus` (the tiny
+      CPU-scale model; the tokenizer is saved under <workdir>/tokenizer and is deterministic).
+    seed: initialisation seed of a from-scratch model.
+    workdir: the run directory.
+    corpus: tokenizer training texts (unused with a checkpoint).
+  Returns:
+    (model, tokenizer).
+  """
+  model, _, tok = model_setup.build_model(c, seed=seed, tokenizer_texts=list(corpus),
+                                          tokenizer_dir=os.path.join(workdir, "tokenizer"))
+  if tok is None:
+    raise FileNotFoundError(f"model.checkpoint {c.checkpoint!r} has no tokenizer.json")
+  return model, tok
 
 
 def eos_ids(tok, model) -> tuple[int, ...]:

@@ -13,24 +13,22 @@ reply can close its tag. `rollout_check` then samples GRPO groups from the warm-
 the trainer's own sampler and reward and reports what GRPO would see: the fraction of well-formed
 replies, the GT reward mean/std and the fraction of groups whose rewards differ (non-zero
 advantage). A degenerate warm start (reward all 0 or all 1) shows up there before training.
+The SFT itself is the one loop, `lib.sft_loop.train`, on length-grouped batches.
 
     rows = sft_rows(samples, trajs, history_window)
     kept = [s for s in samples if fits(tok, s, max_output_tokens)]
-    state = sft(model, tok, rows, c, optim_c, seed, workdir)
+    params, losses = sft(model, encode_rows(tok, rows, max_len), c, optim_c, seed, workdir)
     stats = rollout_check(model, tok, kept, ...)
 """
-import os
 from typing import Any, Sequence
 
 import jax
 import numpy as np
-from absl import logging
 
 from agents.wm import conditions, data, policy
 from agents.wm.prompts import agent_prompt
 from agents.wm.trajectory import Trajectory
-from lib import grpo, optim, sft as sft_lib, tb, tokenizer as tokenizer_lib
-from lib.checkpoint import Checkpointer
+from lib import grpo, optim, sft_batches, sft_loop, tokenizer as tokenizer_lib
 from lib.rewards import extract_next_state
 from lib.train_state import TrainState, nnx_apply_fn
 
@@ -86,57 +84,30 @@ def encode_rows(tok, rows, max_len: int) -> list[tuple[list[int], list[int]]]:
   return out
 
 
-def length_grouped(lengths, minimum: int = 64):
-  """Batch drawing for rows of very different lengths: rows are bucketed by the power of two
-  above their length (>= `minimum`); `draw(batch, rng)` picks one row uniformly, then the whole
-  batch (with replacement) from that row's bucket -> (row indices, padded length). Every bucket
-  is chosen in proportion to its size, so every row keeps the same chance per step, while short
-  world-model rows do not pay for long agent prompts; one compiled shape per bucket."""
-  bucket_of = [max(minimum, 1 << (int(n) - 1).bit_length()) for n in lengths]
-  members: dict = {}
-  for i, b in enumerate(bucket_of):
-    members.setdefault(b, []).append(i)
-
-  def draw(batch: int, rng: np.random.Generator):
-    length = bucket_of[int(rng.integers(len(bucket_of)))]
-    return rng.choice(members[length], batch), length
-  return draw
-
-
 def sft(model, encoded, c: Any, optim_c: Any, seed: int, workdir: str) -> tuple[Any, list]:
-  """Right-padded SFT on `encoded` rows (batches drawn with replacement by a seeded Generator,
-  resumable from <workdir>/sft_ckpt). Returns (final params, per-step losses of this session)."""
+  """Right-padded SFT on `encoded` rows through the one SFT loop (`lib.sft_loop.train`): batches
+  drawn with replacement from one length bucket at a time (`lib.sft_batches.
+  length_grouped_batches`, seeded by (seed, step)), resumable from <workdir>/sft_ckpt.
+
+  Args:
+    model: the policy (its params are the starting point; the caller exports the result).
+    encoded: (prompt ids, target ids + EOS) rows from `encode_rows`.
+    c: the `sft` block (steps, batch, log_every, ckpt_every).
+    optim_c: the optimizer block (`lib.optim.from_config`).
+    seed: data seed.
+    workdir: run directory.
+  Returns:
+    (final params, per-step losses of this session).
+  """
   if not encoded:
     raise ValueError("no SFT row fits max_len")
   tx = optim.from_config(optim_c, c.steps)
   apply_fn, params = nnx_apply_fn(model)
-  state = TrainState.create(params, tx)
-  step = jax.jit(sft_lib.make_sft_step(apply_fn, tx), donate_argnums=0)
-  ckpt = Checkpointer(os.path.join(workdir, "sft_ckpt"), max_to_keep=1)
-  start = 0
-  if ckpt.latest_step() is not None:
-    state, meta = ckpt.restore(template=state)
-    start = meta["step"]
-  draw = length_grouped(len(p) + len(t) for p, t in encoded)
-  losses = []
-  for it in range(start, c.steps):
-    idx, length = draw(c.batch, np.random.default_rng([seed, it]))
-    batch = {k: np.zeros((c.batch, length), np.int32)
-             for k in ("input_ids", "attention_mask", "loss_mask")}
-    for r, i in enumerate(idx):
-      p, t = encoded[i]
-      n = len(p) + len(t)
-      batch["input_ids"][r, :n] = p + t
-      batch["attention_mask"][r, :n] = 1
-      batch["loss_mask"][r, len(p):n] = 1
-    state, m = step(state, batch)
-    losses.append(float(m["loss"]))
-    if (it + 1) % c.log_every == 0:
-      tb.scalars(workdir, it + 1, {"loss": float(np.mean(losses[-c.log_every:]))}, prefix="sft/")
-      logging.info("warm start sft step %d: loss %.3f", it + 1, np.mean(losses[-c.log_every:]))
-    if (it + 1) % c.ckpt_every == 0 or it + 1 == c.steps:
-      ckpt.save(it + 1, state)
-  return state.params, losses
+  run = sft_loop.train(apply_fn, TrainState.create(params, tx), tx,
+                       sft_batches.length_grouped_batches(encoded, c.batch, seed), c.steps,
+                       workdir, log_every=c.log_every, ckpt_every=c.ckpt_every,
+                       ckpt_subdir="sft_ckpt", max_to_keep=1, prefix="sft/")
+  return run.state.params, run.losses
 
 
 def rollout_check(model, tok, samples: Sequence[data.WMSample], *, prompts: int, group_size: int,

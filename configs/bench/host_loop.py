@@ -26,5 +26,6 @@ def get_config(arg=None):
   # Random weights of a lib.models preset (qwen3-tiny, or qwen3-20m: the sampler benchmark's
   # size), vocabulary resized to the tokenizer trained here.
   # Other backends: --config.backend.kind=openai_http --config.backend.openai_http.base_url=...
-  c.backend = factory.backends_config("flax", flax=dict(preset=arg.preset, max_batch=64))
+  c.backend = factory.backends_config(
+      "flax", flax=dict(model=dict(preset=arg.preset), max_batch=64))
   return c

@@ -10,6 +10,7 @@ python launch.py --config=configs/conpact/flax.py:checkpoint=runs/cp_r/export,bu
 import ml_collections
 
 from configs import common
+from lib.model_setup import model_block
 
 
 def get_config(arg=None):
@@ -20,12 +21,12 @@ def get_config(arg=None):
   c.seed = 42  # paper Table 7 training seed
   c.source = arg.source  # a conpact_eval workdir
   c.env = arg.env
-  c.checkpoint = arg.checkpoint  # "" = embedded tiny random Flax model
+  c.model = model_block(checkpoint=arg.checkpoint)  # "" = embedded tiny random Flax model
   c.conditions = ["conpact_i"]  # whose logs are curated
   c.react_condition = "react"  # the token-budget reference
   c.reference_epochs = 3
   c.curate = dict(consistency_filtering=arg.filtering, reconciliation_supervision=arg.sup,
                   reconciliation_replay=arg.replay, success_only=True)
   c.train = dict(batch=2 if arg.debug else 8, max_len=512 if arg.debug else 4096, lr=1e-5,
-                 max_steps=2 if arg.debug else arg.max_steps)
+                 max_steps=2 if arg.debug else arg.max_steps, log_every=1, ckpt_every=100)
   return c

@@ -5,6 +5,8 @@ Not a launchable config itself: configs/quickstart.py and configs/gencoord/learn
 """
 import ml_collections
 
+from lib.model_setup import model_block
+
 
 def base(arg) -> ml_collections.ConfigDict:
   c = ml_collections.ConfigDict()
@@ -14,9 +16,11 @@ def base(arg) -> ml_collections.ConfigDict:
   c.recipes = ["direct_dsl"]
   c.max_rows = 0                       # 0: every supervision row (debug runs subsample)
   c.export_hf = True                   # final model + tokenizer in Hugging Face format
-  c.tokenizer = dict(vocab_size=1024)
-  # A tiny Qwen3 trained from scratch; `checkpoint` (a local HF dir) starts from a real model.
-  c.model = dict(checkpoint="", hidden=128, layers=2, heads=4, kv_heads=2, head_dim=32, mlp=384)
+  # A tiny Qwen3 trained from scratch (vocabulary: a DSL-aware BPE of vocab_size trained on the
+  # rows); `checkpoint` (a local HF dir) starts from a real model and its own tokenizer.
+  c.model = model_block(preset="qwen3-tiny", vocab_size=1024, overrides=dict(
+      hidden_size=128, intermediate_size=384, num_layers=2, num_heads=4, num_kv_heads=2,
+      head_dim=32, tie_word_embeddings=True, max_position_embeddings=4096))
   # Paper recipe: AdamW, cosine with 3% warm-up, weight decay 0.01, clip 1.0, effective batch
   # 16, final-step checkpoint; lr raised for a from-scratch model, epochs as each config says.
   c.train = dict(epochs=2, batch=16, lr=3e-3, warmup_frac=0.03, weight_decay=0.01,

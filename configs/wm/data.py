@@ -7,21 +7,7 @@ python launch.py --config=configs/wm/data.py --workdir=runs/wm_data \
 import ml_collections
 
 from configs import common
-
-# ScienceWorld train/eval levels follow the simulator's own train/test variation splits in full
-# runs; the debug run uses two quick tasks and fixed variation indices.
-_ALL_SCIENCEWORLD_TASKS = [
-    "boil", "change-the-state-of-matter-of", "chemistry-mix", "chemistry-mix-paint-secondary-color",
-    "chemistry-mix-paint-tertiary-color", "find-animal", "find-living-thing",
-    "find-non-living-thing", "find-plant", "freeze", "grow-fruit", "grow-plant",
-    "identify-life-stages-1", "identify-life-stages-2", "inclined-plane-determine-angle",
-    "inclined-plane-friction-named-surfaces", "inclined-plane-friction-unnamed-surfaces",
-    "lifespan-longest-lived", "lifespan-longest-lived-then-shortest-lived",
-    "lifespan-shortest-lived", "measure-melting-point-known-substance",
-    "measure-melting-point-unknown-substance", "melt", "mendelian-genetics-known-plant",
-    "mendelian-genetics-unknown-plant", "power-component",
-    "power-component-renewable-vs-nonrenewable-energy", "test-conductivity",
-    "test-conductivity-of-unknown-substances", "use-thermometer"]
+from envs.text import scienceworld_env
 
 
 def get_config(arg=None):
@@ -37,9 +23,12 @@ def get_config(arg=None):
   c.n_train = 60 if arg.debug else 20_000
   c.n_heldout = 30 if arg.debug else 1_200
   c.bench_repeats = 2 if arg.debug else 10
+  # ScienceWorld train/eval levels follow the simulator's own train/test variation splits over all
+  # 30 tasks in full runs; the debug run uses two quick tasks and fixed variation indices.
+  quick_tasks = ["find-non-living-thing", "find-plant"]
   c.scienceworld = dict(
       enabled=True,
-      tasks=["find-non-living-thing", "find-plant"] if arg.debug else _ALL_SCIENCEWORLD_TASKS,
+      tasks=quick_tasks if arg.debug else list(scienceworld_env.TASK_NAMES),
       # variation indices, or a split name of the simulator ("train"/"dev"/"test")
       train_variations=[0, 1] if arg.debug else "train",
       eval_variations=[2] if arg.debug else "test",

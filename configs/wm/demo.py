@@ -11,6 +11,7 @@ from configs import common
 from configs.wm import data as wm_data_config
 from configs.wm import eval as wm_eval_config
 from configs.wm import train as wm_train_config
+from lib.model_setup import model_block
 
 
 def get_config(arg=None):
@@ -39,8 +40,8 @@ def get_config(arg=None):
   c.data = d
 
   # the tiny policy: qwen3-tiny widened a little, BPE trained on the data
-  c.model = dict(checkpoint="", preset="qwen3-tiny", vocab_size=1024,
-                 overrides={"hidden_size": 64, "intermediate_size": 128, "num_layers": 2})
+  c.model = model_block(preset="qwen3-tiny", vocab_size=1024,
+                        overrides={"hidden_size": 64, "intermediate_size": 128, "num_layers": 2})
   # SFT warm start on short replies (agents/wm/warmstart.py); length-grouped batches
   # teacher_view: the OPSD teacher's prompt (privileged next observation) is in the SFT data too
   c.sft = dict(steps=150 if arg.debug else arg.sft_steps, batch=8, max_len=512, log_every=25,

@@ -15,6 +15,7 @@ import ml_collections
 
 from agents.wm.conditions import CONDITIONS
 from configs import common
+from lib.model_setup import model_block
 
 # Table 6: max input length 1,536 (ALFWorld) / 2,560 (ScienceWorld) tokens, output 512.
 MAX_INPUT = {"alfworld": 1536, "scienceworld": 2560, "textworld": 1536, "": 2560}
@@ -32,8 +33,8 @@ def get_config(arg=None):
   c.condition = arg.condition
   c.data = dict(train="", env=arg.env, mis_seed=0, limit=0)   # train.jsonl from wm_data
   # checkpoint "" = a tiny random model (CPU scale) with a BPE trained on the samples.
-  c.model = dict(checkpoint="" if arg.debug else arg.model_dir, preset="qwen3-tiny",
-                 vocab_size=512, overrides={}, dtype="float32" if arg.debug else "bfloat16")
+  c.model = model_block(checkpoint="" if arg.debug else arg.model_dir, preset="qwen3-tiny",
+                        vocab_size=512, dtype="float32" if arg.debug else "bfloat16")
   # Table 6: AdamW (0.9, 0.999), lr 1e-6, weight decay 0.01, constant schedule, no warm-up,
   # gradient-norm clip 1.0.
   c.optim = dict(lr=1e-6, warmup_frac=0.0, schedule="constant", weight_decay=0.01, b1=0.9,

@@ -9,6 +9,7 @@ for `jax.random.key(seed)` instead (same distribution, different levels).
 import jax
 
 from envs.minigrid import tasks
+from envs.minigrid.convert import from_minigrid
 from envs.minigrid.env import BabyAIEnv, EnvParams
 from envs.minigrid.core import State
 
@@ -37,9 +38,9 @@ def instance(task: str, seed: int, source: str = "farama") -> tuple[State, EnvPa
   if task not in LIMITS:
     raise KeyError(f"unknown task {task!r}; valid: {', '.join(sorted(LIMITS))}")
   if source == "farama":
+    # Farama's gymnasium/minigrid are the optional `envs` extra, needed only for Farama's levels
     import gymnasium as gym
     import minigrid  # noqa: F401  (registers the BabyAI ids)
-    from envs.minigrid.convert import from_minigrid
     env = gym.make(task)
     env.reset(seed=seed)
     return from_minigrid(env)

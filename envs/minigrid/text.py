@@ -4,12 +4,19 @@ agent sees, the action names, and the ground-truth `state_facts` assertions are 
 All functions take one unbatched `core.State` and run on the host (numpy). Relative positions
 are in the agent's frame: `forward` steps along its heading, `right` steps to its right
 (negative = left), the same frame as the 7x7 view (agent at view cell (3, 6)).
+
+`VIEW` bundles these for `envs.host_adapter.JaxEnvAdapter`; `text_env(task_id)` is a BabyAI task
+as a host-loop text env whose `reset(seed)` draws the level from PRNGKey(seed).
 """
+import functools
+
 import jax
 import numpy as np
 
+from envs.host_adapter import JaxEnvAdapter, TextView
 from envs.minigrid import constants as C
 from envs.minigrid import core
+from envs.minigrid import env as minigrid_env
 
 _observe = jax.jit(core.observe)            # compiled once per grid shape, not run op by op
 _view_coords = jax.jit(core.view_world_coords)
@@ -20,6 +27,7 @@ ACTION_TEXT = ("turn left", "turn right", "go forward", "pick up", "drop", "togg
 
 
 def admissible_actions(state: core.State | None = None) -> list[str]:
+  """Every action name (MiniGrid allows every action in every state)."""
   del state
   return list(ACTION_TEXT)
 
@@ -163,3 +171,24 @@ def state_facts(state: core.State) -> dict:
       "doors": doors,
       "step": int(state.time),
   }
+
+
+VIEW = TextView(action_names=ACTION_TEXT, action_id=action_id, render_text=render_text,
+                state_facts=state_facts,
+                success=lambda facts, env_info: bool(np.asarray(env_info.get("success", False))))
+
+
+@functools.lru_cache(maxsize=8)
+def _babyai(task_id: str) -> minigrid_env.BabyAIEnv:
+  # One env per task: every text env of a task shares its compiled reset and step.
+  return minigrid_env.BabyAIEnv(task_id)
+
+
+def text_env(task_id: str) -> JaxEnvAdapter:
+  """A BabyAI task (e.g. "BabyAI-GoToLocal-v0") as a host-loop text env.
+
+  Returns:
+    a `JaxEnvAdapter` whose `reset(seed)` draws the level from PRNGKey(seed), whose
+    observations are `render_text` and whose info holds `state_facts` and `success`.
+  """
+  return JaxEnvAdapter(_babyai(task_id), view=VIEW)

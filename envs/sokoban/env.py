@@ -22,6 +22,7 @@ import numpy as np
 from flax import struct
 
 from envs import base
+from envs.sokoban import generator
 from envs.sokoban import levels as lv
 
 ACTION_NAMES = ("up", "down", "left", "right")
@@ -166,6 +167,5 @@ def make_sokoban(levels: np.ndarray | None = None, boxoban_dir: str | None = Non
   if boxoban_dir is not None:
     levels = lv.load_boxoban(boxoban_dir)[1]
   elif levels is None:
-    from envs.sokoban import generator
     levels = generator.generate_levels(seed, num_levels, height, width, num_boxes)
   return Sokoban(levels, max_steps_in_episode)

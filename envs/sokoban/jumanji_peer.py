@@ -25,8 +25,9 @@ def split_grids(levels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def make_bank_generator(levels: np.ndarray):
   """A jumanji `Generator` drawing uniformly from an int8 [N, 10, 10] bank of 4-box levels."""
+  # jumanji is an optional peer (the `test` extra); only the equivalence test and benchmark use it
   from jumanji.environments.routing.sokoban import generator as jg
-  from jumanji.environments.routing.sokoban.types import State
+  from jumanji.environments.routing.sokoban.types import State  # optional peer, as above
 
   fixed, variable = (jnp.asarray(g) for g in split_grids(levels))
 

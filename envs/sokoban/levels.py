@@ -51,16 +51,6 @@ def to_ascii(level: np.ndarray) -> str:
   return "\n".join("".join(CODE_TO_CHAR[int(v)] for v in row) for row in np.asarray(level))
 
 
-def pad_level(level: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
-  """Places `level` top-left on a wall canvas of `shape` so levels of several sizes share a bank."""
-  h, w = level.shape
-  if h > shape[0] or w > shape[1]:
-    raise ValueError(f"level of shape {level.shape} does not fit in {shape}")
-  out = np.full(shape, WALL, np.int8)
-  out[:h, :w] = level
-  return out
-
-
 def parse_boxoban(text: str, source: str = "<text>") -> tuple[list[str], np.ndarray]:
   """Parses one Boxoban file: returns (level ids, int8 [N, H, W])."""
   names, boards, current = [], [], None

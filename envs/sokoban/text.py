@@ -3,9 +3,16 @@
 Coordinates are (row, column), 0-based from the top-left; "up" decreases the row. `state_facts`
 holds what ConPAct assertions about a board are checked against: player, boxes, targets, boxes on
 targets, what each move would do ("free" / "push" / "blocked"), and boxes stuck in dead corners.
+
+`VIEW` bundles these for `envs.host_adapter.JaxEnvAdapter`; `text_env(levels)` is the host-loop
+text env over a level bank whose `reset(seed)` starts level `seed` (the ConPAct instances).
 """
+import functools
+
+import jax.numpy as jnp
 import numpy as np
 
+from envs.host_adapter import JaxEnvAdapter, TextView
 from envs.sokoban import env as sokoban_env
 from envs.sokoban import levels as lv
 
@@ -53,6 +60,7 @@ def admissible_actions(state) -> list[str]:
 
 
 def state_facts(state) -> dict:
+  """Ground truth of one state: see the module docstring (plain Python values, JSON-able)."""
   walls, targets, boxes, player = _grids(state)
   on = _cells(boxes & targets)
   return {
@@ -86,3 +94,38 @@ def render_text(state) -> str:
       f"Boxes on targets: {f['num_boxes_on_targets']} of {f['num_boxes']}.",
       "Actions: up (row - 1), down (row + 1), left (column - 1), right (column + 1).",
   ])
+
+
+def action_id(name: str) -> int:
+  """Action id of "up", "down", "left" or "right"."""
+  if name not in sokoban_env.ACTION_NAMES:
+    valid = ", ".join(sokoban_env.ACTION_NAMES)
+    raise ValueError(f"unknown Sokoban action {name!r}; valid: {valid}")
+  return sokoban_env.ACTION_NAMES.index(name)
+
+
+VIEW = TextView(action_names=tuple(sokoban_env.ACTION_NAMES), action_id=action_id,
+                render_text=render_text, state_facts=state_facts,
+                success=lambda facts, env_info: facts["solved"])
+
+
+@functools.lru_cache(maxsize=8)
+def _bank_env(level_bytes: bytes, shape: tuple[int, ...], max_steps: int) -> sokoban_env.Sokoban:
+  # One env per (bank, step limit): every text env over a bank shares its compiled step.
+  return sokoban_env.Sokoban(np.frombuffer(level_bytes, np.int8).reshape(shape), max_steps)
+
+
+def text_env(levels: np.ndarray, max_steps: int = 120) -> JaxEnvAdapter:
+  """Host-loop text env over a level bank; `reset(seed)` starts level `seed` of the bank.
+
+  Args:
+    levels: int8 [N, H, W] level bank (codes in `levels.py`).
+    max_steps: actions per episode before `truncated`.
+  Returns:
+    a `JaxEnvAdapter` whose observations are `render_text` and whose info holds
+    `state_facts` and `success` (every box on a target).
+  """
+  levels = np.ascontiguousarray(levels, np.int8)
+  env = _bank_env(levels.tobytes(), levels.shape, max_steps)
+  start = lambda seed: sokoban_env.state_from_level(jnp.asarray(levels[seed]), seed)
+  return JaxEnvAdapter(env, view=VIEW, reset_state=start)

@@ -6,4 +6,5 @@ terminated, truncated, info)` with the shared info keys of `envs.text.base`.
   alfworld_env      ALFWorld games from an ALFWORLD_DATA directory
   alfworld_game     writes a tiny game in ALFWorld's own format (tests, CPU demos)
   pool              reuses envs across episodes of a host loop
+  sources           a config's ScienceWorld / TextWorld / ALFWorld level sets and env factories
 """

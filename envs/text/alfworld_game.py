@@ -61,7 +61,7 @@ def _problem(obj_type: str, obj_start: str, goal_type: str) -> str:
 
 def shipped_logic() -> tuple[str, str]:
   """The PDDL domain and text grammar the alfworld package ships."""
-  import alfworld  # pylint: disable=import-outside-toplevel
+  import alfworld  # pylint: disable=import-outside-toplevel  # optional `envs` extra
   data = os.path.join(os.path.dirname(alfworld.__file__), "data")
   with open(os.path.join(data, "alfred.pddl")) as f:
     domain = f.read()
@@ -78,6 +78,7 @@ def write_tiny_game(root: str, split: str = "train", obj: str = "Apple",
   The walkthrough stored in the game file is the hand-derived shortest solution; the adapter's
   expert replays it, and tests check it wins.
   """
+  # alfworld (the optional `envs` extra) pulls in textworld and spacy: imported on writing a game
   from alfworld.agents.utils.misc import add_task_to_grammar  # pylint: disable=C0415
   types = {t for t, _, _ in _RECEPTACLES.values()}
   if start not in types or goal not in types:

@@ -27,6 +27,19 @@ from typing import Sequence
 from envs.text.base import ENV_DIED, ENV_EXCEPTION, ENV_HANG, EpisodeSpec, error_info
 
 ENV_NAME = "scienceworld"
+# The 30 tasks of the benchmark, by the names the simulator loads them with.
+TASK_NAMES = (
+    "boil", "change-the-state-of-matter-of", "chemistry-mix", "chemistry-mix-paint-secondary-color",
+    "chemistry-mix-paint-tertiary-color", "find-animal", "find-living-thing",
+    "find-non-living-thing", "find-plant", "freeze", "grow-fruit", "grow-plant",
+    "identify-life-stages-1", "identify-life-stages-2", "inclined-plane-determine-angle",
+    "inclined-plane-friction-named-surfaces", "inclined-plane-friction-unnamed-surfaces",
+    "lifespan-longest-lived", "lifespan-longest-lived-then-shortest-lived",
+    "lifespan-shortest-lived", "measure-melting-point-known-substance",
+    "measure-melting-point-unknown-substance", "melt", "mendelian-genetics-known-plant",
+    "mendelian-genetics-unknown-plant", "power-component",
+    "power-component-renewable-vs-nonrenewable-energy", "test-conductivity",
+    "test-conductivity-of-unknown-substances", "use-thermometer")
 
 # Refusals the simulator prints when it parses nothing (grammar) or the action's precondition does
 # not hold. Matched only against short one-line observations: room descriptions can contain
@@ -281,7 +294,7 @@ class _SimulatorFailure(Exception):
 
 
 def _is_connection_error(e: BaseException) -> bool:
-  from py4j.protocol import Py4JNetworkError
+  from py4j.protocol import Py4JNetworkError  # comes with scienceworld (the optional `envs` extra)
   return isinstance(e, (Py4JNetworkError, ConnectionError, EOFError))
 
 

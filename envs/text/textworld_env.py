@@ -78,6 +78,7 @@ class TextWorldGames:
   # ---- episodes ---------------------------------------------------------------------------
 
   def _make(self, game_file: str):
+    # textworld (via alfworld, the optional `envs` extra) is heavy: imported when a game is played
     import textworld  # pylint: disable=import-outside-toplevel
     import textworld.gym  # pylint: disable=import-outside-toplevel
     if game_file not in self._envs:
@@ -153,6 +154,7 @@ def make_games(output_dir: str, seeds: Sequence[int], world_size: int = 3, nb_ob
   Uses TextWorld's Python generator (the same code `tw-make` runs) and compiles to `.z8` with
   the Inform 7 tools bundled in the wheel; an existing game file is reused.
   """
+  # textworld (via alfworld, the optional `envs` extra) is heavy: imported when games are made
   import textworld  # pylint: disable=import-outside-toplevel
   import textworld.generator  # pylint: disable=import-outside-toplevel
   os.makedirs(output_dir, exist_ok=True)

@@ -25,6 +25,9 @@ import jax.numpy as jnp
 import numpy as np
 from absl import logging
 
+from envs.sokoban import env as sk
+from envs.sokoban import generator, jumanji_peer
+from envs.wrappers import VmapAutoReset
 from lib import tb
 from lib.results import write_summary
 
@@ -54,7 +57,6 @@ def time_rollouts(fns: dict, key, repeats: int) -> dict:
 
 
 def _ours_pooled(env, batch, steps):
-  from envs.wrappers import VmapAutoReset
   w = VmapAutoReset(env, batch)
 
   def run(key):
@@ -88,10 +90,9 @@ def _ours_gymnax_step(env, batch, steps):
 
 
 def _jumanji(levels, batch, steps, time_limit):
+  # jumanji is an optional peer (the `test` extra): a machine without it reports this row's error
   from jumanji.environments.routing.sokoban import Sokoban as JSokoban
-  from jumanji.wrappers import VmapAutoResetWrapper
-
-  from envs.sokoban import jumanji_peer
+  from jumanji.wrappers import VmapAutoResetWrapper  # optional peer, as above
   env = VmapAutoResetWrapper(JSokoban(generator=jumanji_peer.make_bank_generator(levels),
                                       time_limit=time_limit))
 
@@ -109,8 +110,6 @@ def _jumanji(levels, batch, steps, time_limit):
 
 
 def sokoban_rows(config) -> list[dict]:
-  from envs.sokoban import env as sk
-  from envs.sokoban import generator
   c = config.sokoban
   levels = generator.generate_levels(config.seed, c.num_levels, 10, 10, 4)
   env = sk.Sokoban(levels, c.max_steps)

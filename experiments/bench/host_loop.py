@@ -15,7 +15,7 @@ from lib import tb
 from lib.llm import factory
 from lib.llm.backend import SamplingParams
 from lib.llm.guess_env import GuessEnv, parse_guess
-from lib.llm.host_loop import EpisodeSpec, HostLoop
+from lib.llm.host_loop import EpisodeJob, HostLoop
 from lib.llm.prompt_agent import PromptAgent
 from lib.results import ResultsLog, write_summary
 
@@ -24,7 +24,7 @@ def _specs(n: int, offset: int, params: SamplingParams, env_n: int):
   make_agent = lambda: PromptAgent("Guess the hidden integer. Reply with one integer.",
                                    render=lambda o: o, parse=parse_guess, fallback_action=0,
                                    params=params)
-  return [EpisodeSpec(key={"episode": offset + i}, env_seed=offset + i,
+  return [EpisodeJob(key={"episode": offset + i}, env_seed=offset + i,
                       make_env=lambda: GuessEnv(env_n), make_agent=make_agent)
           for i in range(n)]
 

@@ -27,6 +27,11 @@ import jax
 import numpy as np
 from absl import logging
 
+from envs import registry
+from envs.wrappers import VmapAutoReset
+from lib import tb
+from lib.results import write_summary
+
 TASKS = ("BabyAI-GoToRedBall-v0", "BabyAI-GoToObj-v0", "BabyAI-GoToLocal-v0", "BabyAI-GoTo-v0",
          "BabyAI-GoToDoor-v0", "BabyAI-BlockedUnlockPickup-v0")
 PEERS = {  # peer row name -> (our comparable task, builder name)
@@ -53,8 +58,6 @@ def _stepper(init, step, batch, steps):
 
 
 def _ours(task, batch, steps):
-  from envs import registry
-  from envs.wrappers import VmapAutoReset
   env = registry.make(task)
   wrapper = VmapAutoReset(env, batch)
 
@@ -68,7 +71,7 @@ def _ours(task, batch, steps):
 
 
 def _navix(batch, steps):
-  import navix as nx
+  import navix as nx  # optional peer, not a dependency: a failed import is reported as this row
   env = nx.make("Navix-GoToDoor-8x8-v0", observation_fn=nx.observations.symbolic_first_person)
 
   def step(ts, k):
@@ -81,8 +84,8 @@ def _navix(batch, steps):
 
 
 def _xminigrid(batch, steps):
-  import xminigrid
-  from xminigrid.wrappers import GymAutoResetWrapper
+  import xminigrid  # optional peer, not a dependency: a failed import is reported as this row
+  from xminigrid.wrappers import GymAutoResetWrapper  # optional peer, as above
   env, params = xminigrid.make("MiniGrid-BlockedUnlockPickUp")
   env = GymAutoResetWrapper(env)
 
@@ -100,7 +103,7 @@ class FaramaRunner:
   each call times `n_steps` steps and returns the elapsed seconds."""
 
   def __init__(self, task: str, n_steps: int, seed: int):
-    import gymnasium as gym
+    import gymnasium as gym  # Farama's MiniGrid: the optional `envs` extra, imported when timed
     import minigrid  # noqa: F401  (registers the BabyAI ids)
     self.env = gym.make(task)
     self.env.reset(seed=seed)
@@ -195,8 +198,6 @@ def measure(config) -> list[dict]:
 
 
 def run(config, workdir):
-  from lib import tb
-  from lib.results import write_summary
   rows = measure(config)
   writer = tb.writer(workdir)
   lines = [f"{'name':<52} {'batch':>5} {'steps/s':>14} {'x farama':>9} {'x peer':>8}"]

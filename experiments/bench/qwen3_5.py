@@ -11,9 +11,9 @@ how many greedy tokens the two sides agree on.
 import torch
 import transformers
 
-from experiments.bench import sampler as bench_sampler
-from lib.models.qwen3_5_config import preset
-from lib.models.qwen3_5_params import load_qwen3_5
+from lib.decode_throughput import compare_generation
+from lib.models.qwen3_5.config import preset
+from lib.models.qwen3_5.params import load_qwen3_5
 
 
 def run(config, workdir):
@@ -24,6 +24,6 @@ def run(config, workdir):
   ckpt = f"{workdir}/model"
   hf.save_pretrained(ckpt)
   model, _ = load_qwen3_5(ckpt)
-  return bench_sampler.compare_generation(
+  return compare_generation(
       model, hf, cfg, config, workdir, tag="bench_qwen3_5",
       title="Qwen3.5 sampler throughput vs transformers generate()")

@@ -37,8 +37,9 @@ def _batches(rng, c, vocab):
 def _torch_steps(hf_dir, c, sft_batch, rl_batch):
   """Fresh transformers model + AdamW -> (sft_step, grpo_step, threads); each call to this gives
   an untouched copy of the weights, so every benchmark starts where the JAX side starts."""
+  # torch is the optional peer (the `test` extra), imported only when the torch side is timed
   import torch
-  import transformers
+  import transformers  # its torch models need torch, the optional peer above
   torch.manual_seed(0)
   model = transformers.AutoModelForCausalLM.from_pretrained(hf_dir, dtype=torch.float32)
   model.train()

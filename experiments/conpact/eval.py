@@ -21,7 +21,7 @@ from agents.conpact import labels, metrics, methods, schemas, scripted, textenv
 from agents.conpact.routing import RoleRouter
 from lib import tb
 from lib.llm.factory import make_backend
-from lib.llm.host_loop import EpisodeSpec, HostLoop, final_rows
+from lib.llm.host_loop import EpisodeJob, HostLoop, final_rows
 from lib.llm.scripted import NoiseModel
 from lib.results import ResultsLog, markdown_table, write_summary
 
@@ -68,7 +68,7 @@ def _specs(config, env, cond, insts):
   task = textenv.task(env)
   settings = dict(cond.get("settings", {}))
   make_agent = lambda: methods.make_agent(cond["method"], task, **settings)
-  return [EpisodeSpec({"env": env, "condition": cond["name"], "instance": i.instance_id,
+  return [EpisodeJob({"env": env, "condition": cond["name"], "instance": i.instance_id,
                        "rollout": r}, make_env=i.make_env, make_agent=make_agent,
                       env_seed=i.env_seed, extra={"method": cond["method"]})
           for i in insts for r in range(config.rollouts)]

@@ -14,7 +14,9 @@ import time
 
 from absl import logging
 
-from agents.gencoord import backends, backends_rule, dsl, materialize, protocol, suites, templates
+from agents.gencoord import dsl, materialize, protocol, suites, templates
+from agents.gencoord.policies import composer
+from agents.gencoord.policies import registry as policies
 from envs.minecraft import world as W
 from lib import tb
 from lib.results import write_summary
@@ -23,28 +25,28 @@ from lib.results import write_summary
 @contextlib.contextmanager
 def naive_loop():
   """Switch off the fast paths for the baseline measurement (restored on exit)."""
-  flags = (dsl, templates, backends_rule, materialize)
-  saved = [getattr(m, "FAST_PATH", None) for m in flags[:1]] + [m.MEMOISE for m in flags[1:]]
+  memoised = (templates, composer, materialize)
+  saved_fast_path, saved_memoise = dsl.FAST_PATH, [m.MEMOISE for m in memoised]
   original_reset = W.Layout.reset
   dsl.FAST_PATH = False
-  for m in flags[1:]:
+  for m in memoised:
     m.MEMOISE = False
   W.Layout.reset = lambda self: original_reset(copy.deepcopy(self))
   try:
     yield
   finally:
-    dsl.FAST_PATH = saved[0]
-    for m, v in zip(flags[1:], saved[1:]):
+    dsl.FAST_PATH = saved_fast_path
+    for m, v in zip(memoised, saved_memoise):
       m.MEMOISE = v
     W.Layout.reset = original_reset
 
 
-def _measure(episodes, backend, condition, repeats):
-  protocol.run_forward(episodes[:32], backend, condition)           # warm-up
+def _measure(episodes, policy, condition, repeats):
+  protocol.run_forward(episodes[:32], policy, condition)            # warm-up
   wall, cpu = time.perf_counter(), time.process_time()
   wins = 0
   for _ in range(repeats):
-    wins += sum(r.success for r in protocol.run_forward(episodes, backend, condition))
+    wins += sum(r.success for r in protocol.run_forward(episodes, policy, condition))
   wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
   n = len(episodes) * repeats
   return {"episodes": n, "wall_s": wall, "cpu_s": cpu, "episodes_per_s": n / wall,
@@ -53,10 +55,10 @@ def _measure(episodes, backend, condition, repeats):
 
 def run(config, workdir):
   episodes = suites.suite(config.suite)
-  backend = backends.make(config.backend)
-  fast = _measure(episodes, backend, config.condition, config.repeats)
+  policy = policies.make(config.backend)
+  fast = _measure(episodes, policy, config.condition, config.repeats)
   with naive_loop():
-    slow = _measure(episodes, backends.make(config.backend), config.condition,
+    slow = _measure(episodes, policies.make(config.backend), config.condition,
                     config.baseline_repeats)
   if fast["success_%"] != slow["success_%"]:
     raise RuntimeError(f"baseline and optimized loops disagree: {fast} vs {slow}")

@@ -1,6 +1,7 @@
 """GenCoord model-free closed-loop evaluation: one suite, several conditions, paper-style tables.
 
-Each condition names a backend (`agents.gencoord.backends`) and a protocol condition
+Each condition names a model-free commitment policy in its `backend` field
+(`agents.gencoord.policies.registry`) and a protocol condition
 (forward: true / removed / alternative; feedback: local / correct / counterfactual /
 centralized). Rows go to results.jsonl keyed by (condition, episode_id), so a rerun skips
 finished episodes. summary.md holds the condition table (success, cluster-bootstrap CI,
@@ -12,13 +13,14 @@ import types
 
 from absl import logging
 
-from agents.gencoord import backends, capability, data, metrics, protocol, suites
+from agents.gencoord import data, metrics, protocol, suites
+from agents.gencoord.policies import registry as policies
 from lib import tb
 from lib.results import ResultsLog, markdown_table, write_summary
 
 
-def _make_backend(spec, config, episodes):
-  """Backends fitted on training rows get them here; the oracle gets the true bindings."""
+def _make_policy(spec, config, episodes):
+  """Policies fitted on training rows get them here; the oracle gets the true bindings."""
   kwargs = {}
   if spec.backend == "case_table":
     rows = data.forward_rows(suites.suite(config.train_suite))
@@ -28,29 +30,7 @@ def _make_backend(spec, config, episodes):
     kwargs["rows"] = [(r.context, r.binding) for r in rows if r.stage == "sender_initial"]
   elif spec.backend == "oracle_factors":
     kwargs["truth"] = {ep.episode_id: ep.binding for ep in episodes}
-  return backends.make(spec.backend, **kwargs)
-
-
-def _field_fidelity(rows, episodes) -> list:
-  """Per field: how many commitments match the injected branch and the true-world branch."""
-  by_id = {ep.episode_id: ep for ep in episodes}
-  fields = ("craft_actor", "handoff_item", "handoff_count", "peer_suffix", "goal_item",
-            "goal_count")
-  counts = {f: [0, 0] for f in fields}
-  n = 0
-  for r in rows:
-    if r["fields"] is None:
-      continue
-    ep = by_id[r["episode_id"]]
-    other = "FINISHED_RECEIVER" if ep.peer_mode == "RAW_PROCESSOR" else "RAW_PROCESSOR"
-    injected = metrics.branch_fields(ep, capability.MODE_BRANCH[other])
-    true = metrics.branch_fields(ep, ep.binding)
-    n += 1
-    for f in fields:
-      counts[f][0] += r["fields"][f] == injected[f]
-      counts[f][1] += r["fields"][f] == true[f]
-  return [{"field": f, "matches_injected": f"{a}/{n}", "matches_true_world": f"{b}/{n}"}
-          for f, (a, b) in counts.items()]
+  return policies.make(spec.backend, **kwargs)
 
 
 def run(config, workdir):
@@ -65,6 +45,7 @@ def run(config, workdir):
   # world="live": every episode executes on a flying-squid server with Mineflayer bots.
   live = None
   if config.get("world", "sim") == "live":
+    # Function-local: the live runtime starts the Node bridge (flying-squid, Mineflayer).
     from envs.minecraft.live import eval_hooks
     live = eval_hooks.open_runtime(config, workdir)
   elif config.get("world", "sim") != "sim":
@@ -85,13 +66,13 @@ def _run_conditions(config, conditions, episodes, log, runner, live):
             if not log.has({"condition": spec.name, "episode_id": ep.episode_id})]
     if not todo:
       continue
-    backend = _make_backend(spec, config, todo)
+    policy = _make_policy(spec, config, todo)
     # Forward specs may name a commitment horizon ("multi" by default, or "single").
     extra = {"horizon": vars(spec).get("horizon", "multi")} if config.protocol == "forward" else {}
     if live is not None:
       extra["world"] = live.world_for
     for k in range(0, len(todo), config.batch):
-      for rec in runner(todo[k:k + config.batch], backend, spec.condition, **extra):
+      for rec in runner(todo[k:k + config.batch], policy, spec.condition, **extra):
         row = metrics.episode_row(rec)
         row["condition"] = spec.name
         if live is not None:
@@ -130,10 +111,11 @@ def _report(config, workdir, conditions, episodes, rows, writer, live):
     notes += "\n## Matched-pair block sensitivity\n\n" + markdown_table(blocks)
   counterfactual = [s.name for s in conditions if s.condition == "counterfactual"]
   if config.protocol == "feedback" and counterfactual:
-    fidelity = _field_fidelity(by_condition[counterfactual[0]], episodes)
+    fidelity = metrics.field_fidelity(by_condition[counterfactual[0]], episodes)
     summary["field_fidelity"] = fidelity
     notes += "\n## Counterfactual feedback: commitment fields\n\n" + markdown_table(fidelity)
   if live is not None:
+    # Function-local: the live runtime's reporting sits with its Node bridge.
     from envs.minecraft.live import eval_hooks
     summary["live"], live_notes = eval_hooks.timing_report(live)
     notes += live_notes

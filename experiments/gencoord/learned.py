@@ -1,6 +1,7 @@
-"""GenCoord with learned backends, end to end: data -> tokenizer -> SFT -> closed-loop evaluation.
+"""GenCoord learned policies end to end: data -> tokenizer -> SFT -> closed-loop evaluation.
 
-For every recipe in `config.recipes` (agents/gencoord/learned/recipes.py) and seed: write the
+For every training recipe in `config.recipes` (agents/gencoord/learned/training_recipes.py)
+and seed: write the
 validated supervision rows, train one byte-level BPE on all rows of the run (so token counts
 compare across surfaces), SFT a small Qwen3 (resumable; final-step checkpoint, exported in Hugging
 Face format under models/<recipe>/s<seed>/hf), then run every evaluation condition closed loop on
@@ -13,7 +14,8 @@ Timing (first seed): TTC = wall time from the first model call of an episode to 
 world. Batched throughput = episodes/s when all episodes of the pool are decoded together.
 A condition may name a task-structure `view` (its pool is the suite under that view: the same
 checkpoints, trained once on the Full-view train suite, are evaluated under every view) or a
-model-free `backend` instead of a recipe (the visibility study's factorized rule).
+model-free policy (`backend`, agents/gencoord/policies/registry.py) instead of a recipe (the
+visibility study's factorized rule). Tables and figures: agents/gencoord/learned/report.py.
 """
 import json
 import os
@@ -23,12 +25,15 @@ import jax
 import numpy as np
 from absl import logging
 
-from agents.gencoord import backends, data, metrics, protocol, suites
-from agents.gencoord.learned import backend as learned_backend
-from agents.gencoord.learned import recipes, sft_rows, tokenizer as dsl_tokenizer, train
-from experiments.gencoord import learned_report as report
+from agents.gencoord import data, metrics, protocol, suites
+from agents.gencoord.learned import chat, report, sft_rows, tokenizer as dsl_tokenizer, train
+from agents.gencoord.learned import policy as learned_policy
+from agents.gencoord.learned import training_recipes
+from agents.gencoord.policies import registry as policies
+from lib import models as lib_models
 from lib import tb
 from lib.results import ResultsLog, markdown_table, write_summary
+from lib.tokenizer import load_tokenizer
 
 
 def _episodes(config, view=None):
@@ -75,25 +80,23 @@ def _subsample(rows, max_rows, seed: int = 0):
 
 def _tokenizer(config, workdir, rows_by_recipe):
   path = os.path.join(workdir, "tokenizer")
-  from lib.tokenizer import load_tokenizer
   if config.model.checkpoint:  # a real checkpoint (Qwen2/3/3.5 HF dir) brings its own vocabulary
     return load_tokenizer(config.model.checkpoint)
   if os.path.exists(os.path.join(path, "tokenizer.json")):
     return load_tokenizer(path)
-  from agents.gencoord.learned import chat
   texts = []
   for name, rows in rows_by_recipe.items():
-    surface = recipes.get(name).surface
+    surface = training_recipes.get(name).surface
     texts += [chat.system_prompt(surface) + "\n" + r.prompt + "\n" + r.target for r in rows]
-  return dsl_tokenizer.train_dsl_tokenizer(texts, config.tokenizer.vocab_size, path)
+  return dsl_tokenizer.train_dsl_tokenizer(texts, config.model.vocab_size, path)
 
 
-def _run_condition(spec, recipe, eps, backend, seed, horizon):
+def _run_condition(spec, recipe, eps, policy, seed, horizon, tokens):
+  """Result rows of one condition; `tokens` maps episode_id -> [input, output] tokens."""
   runner = protocol.run_forward if recipe.protocol == "forward" else protocol.run_feedback
   extra = {"horizon": horizon} if recipe.protocol == "forward" else {}
-  recs = runner(eps, backend, spec.condition, **extra)
+  recs = runner(eps, policy, spec.condition, **extra)
   rows = []
-  tokens = getattr(backend, "tokens", {})        # model-free rules count no tokens
   for rec in recs:
     row = json.loads(json.dumps(metrics.episode_row(rec), default=list))
     tok = tokens.get(rec.ep.episode_id, [0, 0])
@@ -103,21 +106,21 @@ def _run_condition(spec, recipe, eps, backend, seed, horizon):
   return rows
 
 
-def _timing(spec, recipe, eps, backend, horizon, n_clusters):
+def _timing(spec, recipe, eps, policy, horizon, n_clusters):
   """Warm batch-1 TTC and episode time on the first n_clusters clusters."""
   keep = sorted(suites.clusters(eps))[:n_clusters]
   sample = [ep for ep in eps if ep.cluster_id in set(keep)]
   runner = protocol.run_forward if recipe.protocol == "forward" else protocol.run_feedback
   extra = {"horizon": horizon} if recipe.protocol == "forward" else {}
-  runner(sample[:1], backend, spec.condition, **extra)          # compile batch-1 programs
+  runner(sample[:1], policy, spec.condition, **extra)           # compile batch-1 programs
   ttc, episode = [], []
   for ep in sample:
-    backend.call_times.clear()
+    policy.call_times.clear()
     t0 = time.perf_counter()
-    runner([ep], backend, spec.condition, **extra)
+    runner([ep], policy, spec.condition, **extra)
     episode.append(time.perf_counter() - t0)
-    if backend.call_times:
-      ttc.append(backend.call_times[-1][1] - backend.call_times[0][0])
+    if policy.call_times:
+      ttc.append(policy.call_times[-1][1] - policy.call_times[0][0])
   return {"ttc": ttc, "episode": episode}
 
 
@@ -125,7 +128,8 @@ def run(config, workdir):
   t_start, c_start = time.perf_counter(), time.process_time()
   writer = tb.writer(workdir)
   names = list(config.recipes)
-  rows_by_recipe = {n: _subsample(recipes.get(n).rows(), config.max_rows) for n in names}
+  rows_by_recipe = {n: _subsample(training_recipes.get(n).rows(), config.max_rows)
+                    for n in names}
   for n, rows in rows_by_recipe.items():
     bad = [r.episode_id for r in rows if not data.validate(r)]
     if bad:
@@ -143,7 +147,7 @@ def run(config, workdir):
   for seed in config.seeds:
     models_ = {}
     for n in names:
-      recipe = recipes.get(n)
+      recipe = training_recipes.get(n)
       mdir = os.path.join(workdir, "models", n, f"s{seed}")
       arrays = sft_rows.encode_rows(rows_by_recipe[n], tok, recipe.surface)
       model, mcfg, rep = train.train_sft(arrays, tok, config, mdir, seed, tag=f"sft/{n}/s{seed}")
@@ -152,7 +156,6 @@ def run(config, workdir):
                  mean_target_tokens=float(arrays["target_len"].mean()))
       train_reports[f"{n}/s{seed}"] = rep
       if config.export_hf:
-        from lib import models as lib_models
         lib_models.save_pretrained(model, mcfg, os.path.join(mdir, "hf"))
         tok.save_pretrained(os.path.join(mdir, "hf"))
       models_[n] = model
@@ -161,26 +164,27 @@ def run(config, workdir):
       pool = pools[spec.view]
       todo = [ep for ep in pool if not log.has({"condition": spec.name, "seed": seed,
                                                  "episode_id": ep.episode_id})]
-      if spec.backend:              # a model-free backend (the visibility study's rule)
-        recipe = _MODEL_FREE
-        backend = backends.make(spec.backend)
+      if spec.backend:              # a model-free policy (the visibility study's rule)
+        recipe, tokens = _MODEL_FREE, {}            # rules count no tokens
+        policy = policies.make(spec.backend)
       else:
-        recipe = recipes.get(spec.recipe)
-        llm = learned_backend.flax_llm(models_[spec.recipe], tok, config.eval.max_batch)
-        backend = learned_backend.LearnedBackend(llm, recipe.surface, name=spec.recipe)
+        recipe = training_recipes.get(spec.recipe)
+        llm = learned_policy.flax_llm(models_[spec.recipe], tok, config.eval.max_batch)
+        policy = learned_policy.LearnedPolicy(llm, recipe.surface, name=spec.recipe)
+        tokens = policy.tokens
       if todo:
         t0 = time.perf_counter()
-        for row in _run_condition(spec, recipe, todo, backend, seed, spec.horizon):
+        for row in _run_condition(spec, recipe, todo, policy, seed, spec.horizon, tokens):
           log.append(row)
         logging.info("condition %s seed %d: %d episodes in %.1fs (incl. compile)", spec.name,
                      seed, len(todo), time.perf_counter() - t0)
       if seed == config.seeds[0] and config.eval.timing_clusters and not spec.backend:
         if config.eval.throughput:
-          backend.tokens.clear()
+          tokens.clear()
           t0 = time.perf_counter()
-          _run_condition(spec, recipe, pool, backend, seed, spec.horizon)
+          _run_condition(spec, recipe, pool, policy, seed, spec.horizon, tokens)
           throughput[spec.name] = len(pool) / (time.perf_counter() - t0)
-        timing[spec.name] = _timing(spec, recipe, pool, backend, spec.horizon,
+        timing[spec.name] = _timing(spec, recipe, pool, policy, spec.horizon,
                                     config.eval.timing_clusters)
   rows = log.rows()
   log.close()
@@ -191,7 +195,7 @@ def run(config, workdir):
 
 
 class _Spec:
-  """One evaluation condition: a trained recipe (or a model-free `backend`), the request
+  """One evaluation condition: a trained recipe (or a model-free policy, `backend`), the request
   condition, the horizon and the task-structure `view` of its pool (None: the suite's own)."""
 
   def __init__(self, name, recipe=None, condition="true", horizon="multi", view=None,
@@ -202,4 +206,5 @@ class _Spec:
     self.view, self.backend = view, backend
 
 
-_MODEL_FREE = recipes.Recipe("model_free", "dsl", "forward")   # protocol of rule conditions
+# The protocol of model-free conditions.
+_MODEL_FREE = training_recipes.TrainingRecipe("model_free", "dsl", "forward")

@@ -14,7 +14,6 @@ and benchmarks ScienceWorld stepping: this adapter (simulator calls only) agains
 `ScienceWorldEnv.step` (which also builds look/inventory/valid-action lists every step), both on
 the same JVM and the same gold actions, as steps per second and their ratio.
 """
-import functools
 import os
 import time
 
@@ -24,65 +23,10 @@ from absl import logging
 from agents.wm import data
 from agents.wm.metrics import aggregate, episode_metrics
 from agents.wm.trajectory import ExpertPolicy, NoisyExpertPolicy, Trajectory, collect
+from envs.text.scienceworld_env import ScienceWorld
+from envs.text.sources import text_env_sources
 from lib import tb
 from lib.results import ResultsLog, write_summary
-
-
-def text_env_sources(config, workdir, max_steps: int, gold: bool = True):
-  """name -> (make_env(split), levels per split); envs are built lazily. `gold` makes
-  ScienceWorld generate gold paths (needed by experts only; loads are slower with it)."""
-  out = {}
-  if config.scienceworld.enabled:
-    from envs.text.scienceworld_env import ScienceWorld  # pylint: disable=import-outside-toplevel
-    sw = config.scienceworld
-    levels = {"train": _scienceworld_levels(sw.tasks, sw.train_variations, sw.per_task),
-              "eval": _scienceworld_levels(sw.tasks, sw.eval_variations, sw.per_task)}
-    out["scienceworld"] = (lambda split, lv=levels: ScienceWorld(
-        lv[split], max_steps=max_steps, gold=gold), levels)
-  if config.textworld.enabled:
-    from envs.text.textworld_env import TextWorldGames, make_games  # pylint: disable=C0415
-    tw = config.textworld
-    games_dir = tw.games_dir or os.path.join(workdir, "textworld_games")
-    games = {s: make_games(games_dir, seeds)
-             for s, seeds in (("train", tw.train_seeds), ("eval", tw.eval_seeds))}
-    out["textworld"] = (lambda split, g=games: _maybe_isolated(
-        functools.partial(TextWorldGames, g[split], max_steps=max_steps), tw), games)
-  if config.alfworld.enabled:
-    from envs.text import alfworld_env  # pylint: disable=import-outside-toplevel
-    root = config.alfworld.data_dir
-    if not root:  # no real data: a tiny game of ALFWorld's format per split, marked as such
-      from envs.text.alfworld_game import write_tiny_game  # pylint: disable=import-outside-toplevel
-      root = os.path.join(workdir, "alfworld_tiny_data")
-      write_tiny_game(root, split="train")
-      write_tiny_game(root, split="valid_seen", obj="Egg", start="Fridge", goal="SinkBasin")
-    games = {"train": alfworld_env.list_games(root, "train"),
-             "eval": alfworld_env.list_games(root, config.alfworld.eval_split)}
-    out["alfworld"] = (lambda split, g=games: _maybe_isolated(functools.partial(
-        alfworld_env.ALFWorld, root, max_steps=max_steps, game_files=g[split]),
-        config.alfworld), games)
-  return out
-
-
-def _maybe_isolated(factory, env_config):
-  """TextWorld/ALFWorld games run jericho's Z-machine in-process, and jericho can abort the
-  interpreter; `isolate` (default on) plays them in a child process (envs/text/isolated.py)."""
-  if env_config.get("isolate", True):
-    from envs.text.isolated import IsolatedEnv  # pylint: disable=import-outside-toplevel
-    return IsolatedEnv(factory)
-  return factory()
-
-
-def _scienceworld_levels(tasks, variations, per_task: int) -> list[tuple[str, int]]:
-  """(task, variation) pairs: `variations` is a list of indices, or a split name ("train",
-  "dev", "test") read from the simulator's own split of each task (first `per_task` of it)."""
-  if not isinstance(variations, str):
-    return [(t, int(v)) for t in tasks for v in variations]
-  from envs.text.scienceworld_env import ScienceWorld  # pylint: disable=import-outside-toplevel
-  env = ScienceWorld([(tasks[0], 0)])
-  try:
-    return [(t, v) for t in tasks for v in env.variations(t, variations)[:per_task]]
-  finally:
-    env.close()
 
 
 def _collect_all(config, workdir, log):
@@ -105,7 +49,6 @@ def _collect_all(config, workdir, log):
 
 
 def _bench_scienceworld(config) -> dict:
-  from envs.text.scienceworld_env import ScienceWorld  # pylint: disable=import-outside-toplevel
   task, variation = config.scienceworld.tasks[0], config.scienceworld.train_variations[0]
   env = ScienceWorld([(task, variation)], gold=True, max_steps=10**6)
   env.reset(0)

@@ -28,11 +28,9 @@ from absl import logging
 
 from agents.wm import data, embedders, policy, probes_model, warmstart
 from agents.wm.trajectory import ExpertPolicy, Trajectory
-from experiments.wm import data as wm_data
-from experiments.wm import eval as wm_eval
-from experiments.wm import train as wm_train
-from experiments.wm.data import text_env_sources
-from lib import models, tokenizer as tokenizer_lib
+from envs.text.sources import text_env_sources
+from experiments import registry
+from lib import model_setup
 from lib.llm.factory import backend_config
 from lib.results import markdown_table, write_summary
 from lib.rewards import mismatched_targets
@@ -85,7 +83,7 @@ def _sft(config, workdir, data_dir):
            and (agent_rows == "all" or r.get("rep") == 0)]
   corpus = ([m[0]["content"] + r for m, r in warmstart.sft_rows(samples, trajs,
                                                                 config.history_window)]
-            + wm_train.corpus(samples))
+            + data.tokenizer_corpus(samples))
   model, tok = policy.load_policy(config.model, config.seed, workdir, corpus)
   # CPU scale: only transitions whose reply closes its tag within the RL output budget and whose
   # prompt fits the input budget (Table 6 drops over-long inputs the same way).
@@ -125,18 +123,18 @@ def _train(config, workdir, base_hf):
     c.grpo.permute_scores = name.endswith("PERM")
     c.data.train = os.path.join(workdir, "train_short.jsonl")
     c.model.checkpoint = base_hf
-    out[name] = wm_train.run(c, os.path.join(workdir, "train", name))
+    out[name] = registry.get("wm/train")(c, os.path.join(workdir, "train", name))
   return out
 
 
 def _eval(config, workdir, data_dir, hf_dirs):
   c = copy.deepcopy(config.eval)
-  c.conditions = {name: backend_config("flax", checkpoint=path, max_batch=8, seed=i)
+  c.conditions = {name: backend_config("flax", model=dict(checkpoint=path), max_batch=8, seed=i)
                   for i, (name, path) in enumerate(hf_dirs.items())}
   c.heldout = os.path.join(workdir, "heldout_short.jsonl")
   c.textworld.games_dir = os.path.join(data_dir, "textworld_games")
   out = os.path.join(workdir, "eval")
-  wm_eval.run(c, out)
+  registry.get("wm/eval")(c, out)
   return json.load(open(os.path.join(out, "summary.json")))
 
 
@@ -171,8 +169,8 @@ def _probes(config, workdir, data_dir, hf_dirs):
   mis = mismatched_targets([s.next_obs for s in held], seed=config.seed)
   loaded = {}
   for name, path in hf_dirs.items():
-    model, _ = models.load_pretrained(path, dtype="float32")
-    loaded[name] = (model, tokenizer_lib.load_tokenizer(path))
+    model, _, tok = model_setup.build_model(model_setup.model_block(checkpoint=path), seed=0)
+    loaded[name] = (model, tok)
   return probes_model.probe_conditions(loaded, points, held, mis,
                                        n_samples=config.probes.n_samples,
                                        max_new_tokens=config.probes.max_new_tokens,
@@ -189,7 +187,7 @@ _TRAIN_FIELDS = ("condition", "steps", "samples", "dropped_over_length", "signal
 def run(config, workdir):
   stages = Stages(workdir)
   data_dir = os.path.join(workdir, "data")
-  stages.run("data", lambda: wm_data.run(config.data, data_dir))
+  stages.run("data", lambda: registry.get("wm/data")(config.data, data_dir))
   base_hf = stages.run("sft", lambda: _sft(config, workdir, data_dir))
   trained = stages.run("train", lambda: _train(config, workdir, base_hf))
   hf_dirs = {"BASE": base_hf, **{n: s["hf_dir"] for n, s in trained.items()}}

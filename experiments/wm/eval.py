@@ -19,8 +19,8 @@ Prediction accuracy: each condition predicts the next observation of the held-ou
 (`heldout.jsonl` from experiments/wm/data.py) greedily; a judge (LLM backend or the offline
 rule-based judge, named in the table) scores them.
 
-Backends of kind "scripted" use `ScriptedAuditModel` below: a random-admissible-action stand-in
-for CPU mechanics checks, not a model result (the summary says so).
+Backends of kind "scripted" use `agents.wm.scripted.ScriptedAuditModel`: a random-admissible-
+action stand-in for CPU mechanics checks, not a model result (the summary says so).
 """
 import os
 import re
@@ -33,40 +33,19 @@ from agents.wm.agent import WorldModelAuditAgent
 from agents.wm.judge import JudgeItem, LLMJudge, RuleBasedJudge, prediction_accuracy
 from agents.wm.metrics import aggregate, episode_metrics
 from agents.wm.prompts import parse_action, parse_think
+from agents.wm.scripted import ScriptedAuditModel
 from agents.wm.trajectory import from_host_loop_row
 from envs.text.pool import EnvPool
-from experiments.wm.data import text_env_sources
+from envs.text.sources import text_env_sources
 from lib import tb
 from lib.llm.backend import SamplingParams
 from lib.llm.factory import make_backend
-from lib.llm.host_loop import EpisodeSpec, HostLoop, final_rows
+from lib.llm.host_loop import EpisodeJob, HostLoop, final_rows
 from lib.results import ResultsLog, markdown_table, write_summary
 from lib.rewards import extract_next_state
 
 KEY = ("condition", "env", "regime", "level", "sample")
 _THINK_OPEN = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
-_LISTED = re.compile(r"Actions available now: \[(.*)\]")
-_GENERIC = ("look", "inventory", "look around", "go north", "go south", "open door to kitchen",
-            "go to kitchen", "wait1")
-
-
-class ScriptedAuditModel:
-  """CPU stand-in: a random listed action (list regime) or a random generic action (no-list);
-  with probability `p_garble` a reply without an <action>. Predicts "no change" as next state."""
-
-  def __init__(self, p_garble: float = 0.1):
-    self.p_garble = p_garble
-
-  def respond(self, messages, rng):
-    prompt = messages[-1]["content"]
-    if "<next_state>" in prompt:
-      current = prompt.split("Current observation:\n", 1)[-1].split("\n\nAction taken:")[0]
-      return f"<think>Assume little changes.</think><next_state>{current}</next_state>"
-    if rng.random() < self.p_garble:
-      return "<think>Unsure.</think>"
-    listed = _LISTED.search(prompt)
-    pool = listed.group(1).split(", ") if listed else list(_GENERIC)
-    return f"<think>Try something.</think><action>{pool[int(rng.integers(len(pool)))]}</action>"
 
 
 def _runs(config):
@@ -102,7 +81,7 @@ def _run_episodes(config, workdir, sources):
         n = min(n, config.seen_levels)      # the first training levels only
       for level in range(n):
         for sample in range(config.samples):
-          specs.append(EpisodeSpec(
+          specs.append(EpisodeJob(
               {"condition": cond, "env": env, "regime": label, "level": level, "sample": sample},
               make_env=pools[(env, split)].lease,
               make_agent=lambda env=env, regime=regime: WorldModelAuditAgent(

@@ -44,12 +44,6 @@ def load_samples(c) -> list[data.WMSample]:
   return samples
 
 
-def corpus(samples) -> list[str]:
-  """Texts a tiny model's tokenizer is trained on: prompts, targets and the tags."""
-  out = [m["content"] for s in samples for m in data.teacher_messages(s)]
-  return out + ["<think> </think> <next_state> </next_state> <action> </action>"] * 8
-
-
 class PromptSet:
   """Student (and teacher) prompt token ids of the samples that fit the input limit."""
 
@@ -95,7 +89,8 @@ def run(config, workdir):
     raise ValueError(f"grpo.permute_scores={config.grpo.permute_scores} contradicts condition "
                      f"{cond.name} (permute={cond.permute})")
   samples = load_samples(config.data)
-  model, tok = policy.load_policy(config.model, config.seed, workdir, corpus(samples))
+  model, tok = policy.load_policy(config.model, config.seed, workdir,
+                                  data.tokenizer_corpus(samples))
   targets = conditions.training_targets([s.next_obs for s in samples], cond, config.data.mis_seed)
   prompts = PromptSet(tok, samples, targets, c.max_input_tokens, cond.trainer == "opsd")
   batch = c.batch

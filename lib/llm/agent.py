@@ -15,13 +15,12 @@ them. Several requests may precede one action and the loop enforces the model-ca
 action budget A, so agents need no budget logic of their own.
 
 Host-loop environments follow the STYLE.md text-env convention, `reset(seed) -> (obs, info)` and
-`step(action) -> (obs, reward, terminated, truncated, info)`; `JaxEnvAdapter` wraps a gymnax-style
-JAX env into that shape (one instance, jitted step) and exposes the current `state`.
+`step(action) -> (obs, reward, terminated, truncated, info)`; `envs.host_adapter.JaxEnvAdapter`
+puts a gymnax-style JAX env into that shape (optionally with its family's text view).
 """
 import dataclasses
 from typing import Any, Protocol
 
-import jax
 import numpy as np
 
 from lib.llm.backend import Completion, Conversation, SamplingParams
@@ -65,43 +64,6 @@ class HostEnv(Protocol):
 
   def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
     ...
-
-
-class JaxEnvAdapter:
-  """One instance of a gymnax-style env behind the host-loop `reset(seed)`/`step(action)` API.
-
-  Uses `step_env` (no auto-reset: the loop ends the episode itself) and the env's own truncation
-  rule; `self.state` is the current env state for agents/comparators that read ground truth.
-  Jitted functions are cached per env object, so many adapters over one env compile once.
-  """
-
-  _JIT_CACHE: dict[int, tuple] = {}
-
-  def __init__(self, env, params=None):
-    self.env = env
-    self.params = env.default_params if params is None else params
-    cached = self._JIT_CACHE.get(id(env))
-    if cached is None or cached[0] is not env:
-      cached = (env, jax.jit(env.reset_env), jax.jit(env.step_env), jax.jit(env.is_truncated))
-      self._JIT_CACHE[id(env)] = cached
-    _, self._reset, self._step, self._truncated = cached
-    self.state = None
-    self._key = None
-    self._t = 0
-
-  def reset(self, seed: int):
-    key = jax.random.PRNGKey(seed)
-    self._key, sub = jax.random.split(key)
-    obs, self.state = self._reset(sub, self.params)
-    self._t = 0
-    return obs, {}
-
-  def step(self, action):
-    self._t += 1
-    sub = jax.random.fold_in(self._key, self._t)
-    obs, self.state, reward, terminated, info = self._step(sub, self.state, action, self.params)
-    truncated = bool(self._truncated(self.state, self.params)) and not bool(terminated)
-    return obs, float(reward), bool(terminated), truncated, dict(info)
 
 
 def scalar_info(info: dict) -> dict:

@@ -49,6 +49,7 @@ class SamplingParams:
       object.__setattr__(self, "stop", tuple(self.stop))
 
   def replace(self, **changes) -> "SamplingParams":
+    """A copy with `changes` (field name -> value) applied and validated again."""
     return dataclasses.replace(self, **changes)
 
   def without_seed(self) -> "SamplingParams":
@@ -74,13 +75,25 @@ class Completion:
 
   @property
   def ok(self) -> bool:
+    """True when the call succeeded (`error` is None)."""
     return self.error is None
 
   def to_json(self) -> dict:
+    """All fields as a JSON-serialisable dict."""
     return dataclasses.asdict(self)
 
 
 def failed(code: str, detail: str = "", latency_s: float = 0.0, attempts: int = 1) -> Completion:
+  """A failed Completion (empty text, no token counts).
+
+  Args:
+    code: short machine-readable error code, e.g. "timeout".
+    detail: human-readable line, without credentials.
+    latency_s: seconds spent on the call.
+    attempts: tries spent.
+  Returns:
+    Completion with `error=code`.
+  """
   return Completion(error=code, error_detail=detail, latency_s=latency_s, attempts=attempts)
 
 
@@ -102,6 +115,11 @@ class Usage:
     self._errors: dict[str, int] = {}
 
   def record_batch(self, completions: Sequence[Completion]) -> None:
+    """Adds one `generate` batch to the totals.
+
+    Args:
+      completions: the batch's completions, successful and failed.
+    """
     with self._lock:
       t = self._totals
       t["batches"] += 1
@@ -120,11 +138,18 @@ class Usage:
           t["output_tokens"] += c.output_tokens
 
   def record_embed(self, n_texts: int) -> None:
+    """Counts one `embed` call.
+
+    Args:
+      n_texts: number of texts it embedded.
+    """
     with self._lock:
       self._totals["embed_calls"] += 1
       self._totals["embed_texts"] += n_texts
 
   def snapshot(self) -> dict:
+    """A copy of the totals plus `errors` (code -> count) and `usage_coverage` (with_usage /
+    ok_calls; NaN when no call succeeded)."""
     with self._lock:
       out = dict(self._totals)
       out["errors"] = dict(self._errors)
@@ -152,6 +177,16 @@ class Backend:
   def generate(self, conversations: Sequence[Conversation],
                params: SamplingParams | Sequence[SamplingParams] = SamplingParams()
                ) -> list[Completion]:
+    """Answers every conversation; a failed model call comes back as a failed Completion.
+
+    Args:
+      conversations: N conversations, each a non-empty list of {"role", "content"} messages.
+      params: one SamplingParams for all conversations, or a sequence of N.
+    Returns:
+      N Completions in input order.
+    Raises TypeError/ValueError on malformed input, BackendUnavailable when the backend cannot
+    run, RuntimeError when the subclass returns the wrong number of completions.
+    """
     conversations = [validate_conversation(c) for c in conversations]
     per_request = broadcast_params(params, len(conversations))
     if not conversations:
@@ -174,6 +209,15 @@ class Backend:
     return out
 
   def embed(self, texts: Sequence[str]) -> np.ndarray:
+    """Embeds texts with the subclass's `_embed`.
+
+    Args:
+      texts: N strings.
+    Returns:
+      [N, D] float32 embeddings as the subclass returns them (the vLLM and Flax backends
+      L2-normalise rows; an HTTP server's vectors pass through).
+    Raises TypeError for non-strings, NotImplementedError when the backend cannot embed.
+    """
     texts = list(texts)
     if not all(isinstance(t, str) for t in texts):
       raise TypeError("embed() takes a list of strings")
@@ -193,6 +237,14 @@ class Backend:
 
 
 def broadcast_params(params, n: int) -> list[SamplingParams]:
+  """One SamplingParams per conversation.
+
+  Args:
+    params: a SamplingParams (repeated n times) or a sequence of exactly n of them.
+    n: number of conversations.
+  Returns:
+    list of n SamplingParams. Raises ValueError on a wrong count, TypeError on a wrong type.
+  """
   if isinstance(params, SamplingParams):
     return [params] * n
   params = list(params)
@@ -204,7 +256,14 @@ def broadcast_params(params, n: int) -> list[SamplingParams]:
 
 
 def validate_conversation(conv) -> Conversation:
-  """Checks one conversation's shape; returns it as a list of {"role", "content"} dicts."""
+  """Checks one conversation's shape; returns it as a list of {"role", "content"} dicts.
+
+  Args:
+    conv: a non-empty sequence of dicts, each with a `role` in ROLES and a str `content`.
+  Returns:
+    a new list of {"role", "content"} dicts (other keys dropped).
+  Raises TypeError on a wrong type or missing key, ValueError on an unknown role.
+  """
   if isinstance(conv, (str, bytes)) or not isinstance(conv, Sequence) or not conv:
     raise TypeError(f"a conversation is a non-empty list of messages, got {type(conv).__name__}")
   out = []

@@ -17,12 +17,12 @@ Scripted backends need a policy object, passed as `policy=`; their config holds 
 from typing import Any, Callable
 
 from lib.llm.backend import Backend
+from lib.model_setup import model_block
 
 DEFAULTS: dict[str, dict[str, Any]] = {
-    # checkpoint: HF-format dir with tokenizer; "" = embedded random model of architecture
-    # `preset` with a tokenizer trained here (in <workdir>/tiny_model).
-    "flax": dict(checkpoint="", preset="qwen3-tiny", dtype="float32", seed=0, max_batch=64,
-                 min_batch=1),
+    # model: the one `model` block (lib/model_setup.py); checkpoint "" = embedded random model of
+    # architecture `preset` with a tokenizer trained here (in <workdir>/tiny_model).
+    "flax": dict(model=model_block(), seed=0, max_batch=64, min_batch=1),
     # api_key_env names an environment variable; the key itself never enters a config.
     "openai_http": dict(base_url="http://127.0.0.1:8000/v1", model="accord", api_key_env="",
                         embed_model="", max_concurrency=8, timeout_s=120.0, max_retries=4,
@@ -41,7 +41,10 @@ def backend_config(kind: str, **overrides) -> dict:
   if unknown:
     raise KeyError(f"backend {kind!r} has no settings {sorted(unknown)}; "
                    f"valid: {', '.join(sorted(DEFAULTS[kind]))}")
-  return {"kind": kind, **DEFAULTS[kind], **overrides}
+  out = {"kind": kind, **DEFAULTS[kind], **overrides}
+  if kind == "flax":   # a partial model block is completed (and checked) field-wise
+    out["model"] = model_block(**dict(out["model"]))
+  return out
 
 
 def backends_config(kind: str, **sections: dict) -> dict:
@@ -60,13 +63,11 @@ def backends_config(kind: str, **sections: dict) -> dict:
 def _flax(c: dict, workdir: str | None, policy) -> Backend:
   del policy
   from lib.llm.flax_backend import FlaxBackend  # pylint: disable=import-outside-toplevel
-  if c["checkpoint"]:
-    return FlaxBackend.from_pretrained(c["checkpoint"], dtype=c["dtype"], seed=c["seed"],
-                                       max_batch=c["max_batch"], min_batch=c["min_batch"])
-  if workdir is None:
+  if not c["model"]["checkpoint"] and workdir is None:
     raise ValueError("the embedded tiny flax model needs a workdir for its tokenizer")
-  return FlaxBackend.tiny(f"{workdir}/tiny_model", seed=c["seed"], preset=c["preset"],
-                          max_batch=c["max_batch"], min_batch=c["min_batch"])
+  return FlaxBackend.from_block(c["model"], tokenizer_dir=workdir and f"{workdir}/tiny_model",
+                                seed=c["seed"], max_batch=c["max_batch"],
+                                min_batch=c["min_batch"])
 
 
 def _openai(c: dict, workdir: str | None, policy) -> Backend:

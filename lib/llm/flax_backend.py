@@ -6,9 +6,11 @@ live-episode count shrinks step by step compiles a handful of programs, not one 
 Per-request seeds are folded into the group's PRNG key: a rerun of the same batch is reproducible;
 unlike the scripted backend, samples at temperature > 0 do depend on the batch's company.
 
-`FlaxBackend.from_pretrained(dir)` loads a Hugging Face-format checkpoint directory (weights +
-tokenizer, no network); `FlaxBackend.tiny(dir)` builds the embedded default -- a byte-level BPE
-trained here on a small built-in corpus and a random `qwen3-tiny` model -- for tests and demos.
+`FlaxBackend.from_block(config.model)` builds the model of a `model` block through the one
+builder (`lib.model_setup.build_model`): a Hugging Face-format checkpoint directory (weights +
+tokenizer, no network), or the embedded default -- a byte-level BPE trained here on a small
+built-in corpus and a random `qwen3-tiny` model -- for tests and demos.
+`from_pretrained(dir)` and `tiny(dir)` are the two cases spelled out.
 """
 import hashlib
 import json
@@ -19,19 +21,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from lib import models, sampling, tokenizer as tokenizer_lib
+from lib import model_setup, models, sampling
 from lib.llm.backend import Backend, Completion, SamplingParams
-
-# Text for the embedded default tokenizer: the vocabulary of our text envs' prompts and replies.
-_TINY_CORPUS = (
-    "You are an agent acting in a grid world. Observation: the player is at row 2, column 3. "
-    "A box is to the left; the goal is below. Actions: up, down, left, right, noop. "
-    "Reply with one action. Plan: move the box onto the goal. State: {\"player\": [2, 3]}. "
-    "Range [0, 15]. Feedback: higher. lower. correct. Reply with one integer. I guess 7. "
-    "The door is locked; pick up the key, open the door, go to the green goal square. "
-    "Inventory: wood 2, stone 1. A zombie is nearby. 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15"
-)
-
 
 class FlaxBackend(Backend):
   """Chat generation and embeddings with a Flax NNX Qwen model and a HF fast tokenizer."""
@@ -57,21 +48,32 @@ class FlaxBackend(Backend):
         lambda st, ids, mask: models.embed(nnx.merge(graphdef, st), ids, mask))
 
   @classmethod
+  def from_block(cls, block, tokenizer_dir=None, seed: int = 0, **kw) -> "FlaxBackend":
+    """The model of a `model` block (lib/model_setup.py) at the block's dtype: a local checkpoint
+    with its own tokenizer, or without one the embedded default -- `block.preset` with random
+    weights from `seed` and a BPE of `block.vocab_size` trained on `model_setup.TINY_CORPUS`,
+    saved under `tokenizer_dir`. `kw` goes to the constructor."""
+    block = model_setup.model_block(**dict(block))
+    if not block["checkpoint"] and tokenizer_dir is None:
+      raise ValueError("the embedded tiny flax model needs a directory for its tokenizer")
+    model, _, tok = model_setup.build_model(
+        block, seed=seed, tokenizer_texts=model_setup.TINY_CORPUS, tokenizer_dir=tokenizer_dir,
+        dtype=block["dtype"])
+    if tok is None:
+      raise FileNotFoundError(f"model.checkpoint {block['checkpoint']!r} has no tokenizer.json")
+    return cls(model, tok, seed=seed, **kw)
+
+  @classmethod
   def from_pretrained(cls, path, dtype: str = "float32", **kw) -> "FlaxBackend":
-    model, _ = models.load_pretrained(path, dtype=dtype)
-    return cls(model, tokenizer_lib.load_tokenizer(path), **kw)
+    """A local Hugging Face-format directory (weights + tokenizer), see `from_block`."""
+    return cls.from_block(model_setup.model_block(checkpoint=str(path), dtype=dtype), **kw)
 
   @classmethod
   def tiny(cls, path, seed: int = 0, vocab_size: int = 384, preset: str = "qwen3-tiny",
            **kw) -> "FlaxBackend":
-    """The embedded default: tokenizer trained here, random weights (from `seed`) of `preset`'s
-    architecture with the vocabulary resized to the tokenizer."""
-    tok = tokenizer_lib.train_tokenizer([_TINY_CORPUS] * 4, vocab_size, path)
-    config = models.preset(preset, vocab_size=len(tok),
-                           eos_token_ids=(tok.convert_tokens_to_ids(tokenizer_lib.IM_END),),
-                           pad_token_id=tok.pad_token_id)
-    model = models.build(config, rngs=nnx.Rngs(seed))
-    return cls(model, tok, seed=seed, **kw)
+    """The embedded default (tokenizer trained into `path`), see `from_block`."""
+    return cls.from_block(model_setup.model_block(preset=preset, vocab_size=vocab_size),
+                          tokenizer_dir=path, seed=seed, **kw)
 
   # ---- generation -------------------------------------------------------------------------
 

@@ -38,9 +38,11 @@ ATTEMPT = "attempt"
 
 
 @dataclasses.dataclass
-class EpisodeSpec:
-  """One episode to run. `key` identifies it in results.jsonl (e.g. instance and rollout) and
-  must hold exactly the log's key fields (minus "attempt"); `extra` is copied into the row."""
+class EpisodeJob:
+  """One episode for the loop to run (how to build its env and agent, not a level description:
+  that is `envs.text.base.EpisodeSpec`). `key` identifies it in results.jsonl (e.g. instance and
+  rollout) and must hold exactly the log's key fields (minus "attempt"); `extra` is copied into
+  the row."""
   key: dict
   make_env: Callable[[], Any]
   make_agent: Callable[[], Any]
@@ -50,7 +52,7 @@ class EpisodeSpec:
 
 @dataclasses.dataclass
 class _Episode:
-  spec: EpisodeSpec
+  job: EpisodeJob
   attempt: int
   env: Any = None
   agent: Any = None
@@ -108,37 +110,37 @@ class HostLoop:
 
   # ---- resumption -------------------------------------------------------------------------
 
-  def _todo(self, specs: Sequence[EpisodeSpec], log: ResultsLog) -> list[tuple[EpisodeSpec, int]]:
+  def _todo(self, jobs: Sequence[EpisodeJob], log: ResultsLog) -> list[tuple[EpisodeJob, int]]:
     retry = ATTEMPT in log.key
-    spec_fields = tuple(f for f in log.key if f != ATTEMPT)
+    key_fields = tuple(f for f in log.key if f != ATTEMPT)
     by_key: dict[str, list[dict]] = {}
     for row in log.rows():
-      by_key.setdefault(json.dumps([row[f] for f in spec_fields], sort_keys=True), []).append(row)
+      by_key.setdefault(json.dumps([row[f] for f in key_fields], sort_keys=True), []).append(row)
     todo, seen = [], set()
-    for spec in specs:
-      if set(spec.key) != set(spec_fields):
-        raise KeyError(f"episode key fields {sorted(spec.key)} != results key "
-                       f"fields {sorted(spec_fields)}")
-      k = json.dumps([spec.key[f] for f in spec_fields], sort_keys=True)
+    for job in jobs:
+      if set(job.key) != set(key_fields):
+        raise KeyError(f"episode key fields {sorted(job.key)} != results key "
+                       f"fields {sorted(key_fields)}")
+      k = json.dumps([job.key[f] for f in key_fields], sort_keys=True)
       if k in seen:
-        raise ValueError(f"duplicate episode key {spec.key}")
+        raise ValueError(f"duplicate episode key {job.key}")
       seen.add(k)
       rows = by_key.get(k, [])
       if not rows:
-        todo.append((spec, 0))
+        todo.append((job, 0))
       elif retry and all(r["status"] == "backend_error" for r in rows) \
           and len(rows) < self.max_attempts:
-        todo.append((spec, len(rows)))
+        todo.append((job, len(rows)))
     return todo
 
   # ---- one episode ------------------------------------------------------------------------
 
-  def _start(self, spec: EpisodeSpec, attempt: int) -> _Episode:
-    ep = _Episode(spec=spec, attempt=attempt, started=time.perf_counter())
+  def _start(self, job: EpisodeJob, attempt: int) -> _Episode:
+    ep = _Episode(job=job, attempt=attempt, started=time.perf_counter())
     try:
-      ep.env = spec.make_env()
-      obs, info = ep.env.reset(spec.env_seed)
-      ep.agent = spec.make_agent()
+      ep.env = job.make_env()
+      obs, info = ep.env.reset(job.env_seed)
+      ep.agent = job.make_agent()
       ep.transcript.append({"type": "reset", **_obs_record(obs)})
       ep.agent.reset(obs, info)
     except Exception as e:  # pylint: disable=broad-except
@@ -148,7 +150,7 @@ class HostLoop:
   def _fail(self, ep: _Episode, status: str, exc: BaseException) -> None:
     ep.status, ep.error = status, type(exc).__name__
     ep.error_detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-    logging.warning("episode %s ended with %s: %s", ep.spec.key, status, ep.error_detail)
+    logging.warning("episode %s ended with %s: %s", ep.job.key, status, ep.error_detail)
 
   def _advance(self, ep: _Episode) -> None:
     """Runs the agent until it ends or leaves a pending model request in `ep.request`."""
@@ -199,8 +201,8 @@ class HostLoop:
         summary = ep.agent.summary()
       except Exception as e:  # pylint: disable=broad-except
         summary = {"summary_error": repr(e)}
-    row = {**ep.spec.key, **ep.spec.extra,
-           "env_seed": ep.spec.env_seed, "backend": self.backend.name,
+    row = {**ep.job.key, **ep.job.extra,
+           "env_seed": ep.job.env_seed, "backend": self.backend.name,
            "status": ep.status, "success": ep.status == "success", "return": ep.ret,
            "actions": ep.actions, "calls": ep.calls,
            "failed_calls": sum(c["error"] is not None for c in calls),
@@ -217,10 +219,10 @@ class HostLoop:
 
   # ---- the loop ---------------------------------------------------------------------------
 
-  def run(self, specs: Sequence[EpisodeSpec], log: ResultsLog) -> dict:
-    """Runs every unfinished episode of `specs`; returns counts (rows are in `log`)."""
-    todo = self._todo(specs, log)
-    skipped = len(specs) - len(todo)
+  def run(self, jobs: Sequence[EpisodeJob], log: ResultsLog) -> dict:
+    """Runs every unfinished episode of `jobs`; returns counts (rows are in `log`)."""
+    todo = self._todo(jobs, log)
+    skipped = len(jobs) - len(todo)
     queue = list(reversed(todo))
     live: list[_Episode] = []
     self.steps = 0
@@ -244,7 +246,7 @@ class HostLoop:
           bar.update(1)
       live = [ep for ep in live if ep.status is None]
     bar.close()
-    return {"episodes": len(specs), "run": written, "skipped": skipped, "steps": self.steps,
+    return {"episodes": len(jobs), "run": written, "skipped": skipped, "steps": self.steps,
             "usage": self.backend.usage.snapshot()}
 
   def _answer(self, waiting: list[_Episode]) -> None:
@@ -253,7 +255,7 @@ class HostLoop:
     for ep in waiting:
       p = ep.request.params or self.default_params
       if p.seed is None:
-        p = p.replace(seed=request_seed(self.seed, ep.spec.key, ep.attempt, ep.calls))
+        p = p.replace(seed=request_seed(self.seed, ep.job.key, ep.attempt, ep.calls))
       convs.append(ep.request.messages)
       params.append(p)
     completions = self.backend.generate(convs, params)

@@ -1,10 +1,13 @@
-"""OpenAI-compatible HTTP client backend: chat completions and embeddings over stdlib urllib.
+"""OpenAI-compatible HTTP client backend: chat completions and embeddings over http.client.
 
 Works with any server speaking the OpenAI REST shape (`experiments/serve.py`, vLLM's server, hosted
 APIs). A batch of conversations is sent as concurrent single requests through a bounded thread pool
-(`max_concurrency`). Each request is retried on 429, any 5xx, connection errors and timeouts, with
-exponential backoff and jitter (`Retry-After` honoured, capped at `backoff_max_s`); other 4xx are
-not retried. A request that still fails comes back as a failed `Completion` (`http_<status>`,
+(`max_concurrency`); each pool thread keeps one keep-alive connection and reuses it (a connection
+the server closed while idle is reopened once at no retry cost). `stream=True` asks for
+server-sent events (`stream_options.include_usage`) and assembles the reply from the chunks. Each
+request is retried on 408, 429, any 5xx, connection errors and timeouts, with exponential backoff
+and jitter (`Retry-After` honoured, capped at `backoff_max_s`); other 4xx are the client's fault
+and are not retried. A request that still fails comes back as a failed `Completion` (`http_<status>`,
 `connection`, `timeout`, `bad_response`), never as an exception.
 
 The API key is read from the environment variable named by `api_key_env` (empty name: no key,
@@ -19,15 +22,14 @@ import random
 import socket
 import threading
 import time
-import urllib.error
-import urllib.request
+import urllib.parse
 
 import numpy as np
 from absl import logging
 
 from lib.llm.backend import Backend, Completion, SamplingParams, failed
 
-RETRY_STATUS = frozenset({408, 409, 425, 429})  # plus every status >= 500
+RETRY_STATUS = frozenset({408, 429})  # plus every status >= 500
 
 
 class CallFailed(RuntimeError):
@@ -60,13 +62,18 @@ class OpenAIBackend(Backend):
   def __init__(self, base_url: str, model: str, *, api_key_env: str = "",
                embed_model: str | None = None, max_concurrency: int = 8, timeout_s: float = 60.0,
                max_retries: int = 4, backoff_base_s: float = 0.5, backoff_max_s: float = 30.0,
-               send_top_k: bool = False, extra_body: dict | None = None, seed: int = 0):
+               send_top_k: bool = False, extra_body: dict | None = None, seed: int = 0,
+               stream: bool = False):
     super().__init__()
     if not base_url.startswith(("http://", "https://")):
       raise ValueError(f"base_url must start with http:// or https://, got {base_url!r}")
     if max_concurrency < 1 or max_retries < 0 or timeout_s <= 0:
       raise ValueError("need max_concurrency >= 1, max_retries >= 0, timeout_s > 0")
     self.base_url = base_url.rstrip("/")
+    parts = urllib.parse.urlsplit(self.base_url)
+    self._https, self._netloc, self._prefix = parts.scheme == "https", parts.netloc, parts.path
+    self._local = threading.local()  # one keep-alive connection per pool thread
+    self.stream = stream
     self.model = model
     self.embed_model = embed_model or model
     self.api_key_env = api_key_env
@@ -93,6 +100,7 @@ class OpenAIBackend(Backend):
 
   def close(self) -> None:
     self._pool.shutdown(wait=True)
+    self._drop_connection()
 
   # ---- transport --------------------------------------------------------------------------
 
@@ -100,38 +108,69 @@ class OpenAIBackend(Backend):
     text = text[:300]
     return text.replace(self._api_key, "[REDACTED]") if self._api_key else text
 
-  def _post_once(self, path: str, body: dict) -> dict:
+  def _connection(self) -> tuple[http.client.HTTPConnection, bool]:
+    """This thread's connection and whether it already served a request."""
+    conn = getattr(self._local, "conn", None)
+    if conn is not None:
+      return conn, True
+    cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
+    self._local.conn = cls(self._netloc, timeout=self.timeout_s)
+    return self._local.conn, False
+
+  def _drop_connection(self) -> None:
+    conn = getattr(self._local, "conn", None)
+    self._local.conn = None
+    if conn is not None:
+      conn.close()
+
+  def _exchange(self, path: str, data: bytes, headers: dict, stream: bool):
+    """One request/response on this thread's connection -> (status, headers, body or chunks)."""
+    for attempt in range(2):
+      conn, reused = self._connection()
+      try:
+        conn.request("POST", self._prefix + path, body=data, headers=headers)
+        resp = conn.getresponse()
+        if stream and resp.status == 200:
+          payload = _read_events(resp)
+        else:
+          payload = resp.read()
+        if resp.will_close:
+          self._drop_connection()
+        return resp.status, resp.headers, payload
+      except (socket.timeout, TimeoutError) as e:
+        self._drop_connection()
+        raise _Retryable("timeout", f"no response within {self.timeout_s}s") from e
+      except (ConnectionError, http.client.HTTPException, OSError) as e:
+        self._drop_connection()
+        # A kept-alive connection the server closed while idle: reopen once, free of charge.
+        if not (reused and attempt == 0 and isinstance(
+            e, (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError))):
+          raise _Retryable("connection", self._scrub(f"{type(e).__name__}: {e}")) from None
+    raise AssertionError("unreachable")
+
+  def _post_once(self, path: str, body: dict, stream: bool = False):
     headers = {"Content-Type": "application/json"}
     if self._api_key:
       headers["Authorization"] = f"Bearer {self._api_key}"
-    req = urllib.request.Request(self.base_url + path, data=json.dumps(body).encode(),
-                                 headers=headers, method="POST")
-    try:
-      with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
-        raw = resp.read()
-    except urllib.error.HTTPError as e:
-      detail = self._scrub(e.read().decode("utf-8", "replace") if e.fp else str(e.reason))
-      code = f"http_{e.code}"
-      if e.code in RETRY_STATUS or e.code >= 500:
+    status, resp_headers, payload = self._exchange(path, json.dumps(body).encode(), headers,
+                                                   stream)
+    if status >= 400:
+      detail = self._scrub(payload.decode("utf-8", "replace"))
+      code = f"http_{status}"
+      if status in RETRY_STATUS or status >= 500:
         retry_after = None
         try:
-          retry_after = float(e.headers.get("Retry-After", ""))
+          retry_after = float(resp_headers.get("Retry-After", ""))
         except (TypeError, ValueError):
           pass
-        raise _Retryable(code, detail, retry_after) from None
-      raise _Fatal(code, detail) from None
-    except (socket.timeout, TimeoutError) as e:
-      raise _Retryable("timeout", f"no response within {self.timeout_s}s") from e
-    except urllib.error.URLError as e:
-      if isinstance(e.reason, (socket.timeout, TimeoutError)):
-        raise _Retryable("timeout", f"no response within {self.timeout_s}s") from None
-      raise _Retryable("connection", self._scrub(str(e.reason))) from None
-    except (ConnectionError, http.client.HTTPException, OSError) as e:
-      raise _Retryable("connection", self._scrub(f"{type(e).__name__}: {e}")) from None
+        raise _Retryable(code, detail, retry_after)
+      raise _Fatal(code, detail)
+    if stream:
+      return payload
     try:
-      return json.loads(raw)
+      return json.loads(payload)
     except ValueError:
-      raise _Fatal("bad_response", self._scrub(f"non-JSON body: {raw[:120]!r}")) from None
+      raise _Fatal("bad_response", self._scrub(f"non-JSON body: {payload[:120]!r}")) from None
 
   def _backoff(self, attempt: int, retry_after: float | None) -> float:
     cap = min(self.backoff_max_s, self.backoff_base_s * (2 ** attempt))
@@ -142,11 +181,12 @@ class OpenAIBackend(Backend):
       delay = max(delay, min(retry_after, self.backoff_max_s))
     return delay
 
-  def _post(self, path: str, body: dict) -> tuple[dict | None, str | None, str, int]:
-    """POST with retries -> (json, error code, error detail, attempts)."""
+  def _post(self, path: str, body: dict, stream: bool = False
+            ) -> tuple[dict | list | None, str | None, str, int]:
+    """POST with retries -> (json or stream events, error code, error detail, attempts)."""
     for attempt in range(self.max_retries + 1):
       try:
-        return self._post_once(path, body), None, "", attempt + 1
+        return self._post_once(path, body, stream), None, "", attempt + 1
       except _Fatal as e:
         return None, e.code, e.detail, attempt + 1
       except _Retryable as e:
@@ -169,16 +209,21 @@ class OpenAIBackend(Backend):
       body["seed"] = p.seed
     if self.send_top_k and p.top_k:
       body["top_k"] = p.top_k
+    if self.stream:
+      body["stream"], body["stream_options"] = True, {"include_usage": True}
     body.update(self.extra_body)
     return body
 
   def _chat_one(self, messages, p: SamplingParams) -> Completion:
     start = time.perf_counter()
-    data, code, detail, attempts = self._post("/chat/completions", self._chat_body(messages, p))
+    data, code, detail, attempts = self._post("/chat/completions", self._chat_body(messages, p),
+                                              stream=self.stream)
     latency = time.perf_counter() - start
     if code is not None:
       return failed(code, detail, latency, attempts)
     try:
+      if self.stream:
+        data = _assemble_chat(data)
       choice = data["choices"][0]
       text = choice["message"]["content"] or ""
       usage = data.get("usage") or {}
@@ -209,3 +254,35 @@ class OpenAIBackend(Backend):
     if out.shape[0] != len(texts):
       raise CallFailed("bad_response", f"{out.shape[0]} embeddings for {len(texts)} texts")
     return out
+
+
+def _read_events(resp) -> list[dict]:
+  """A server-sent-events body -> its JSON `data:` payloads, up to `[DONE]`."""
+  events = []
+  for line in resp:
+    line = line.strip()
+    if not line.startswith(b"data:"):
+      continue
+    data = line[5:].strip()
+    if data == b"[DONE]":
+      break
+    try:
+      events.append(json.loads(data))
+    except ValueError:
+      raise _Fatal("bad_response", f"non-JSON stream event: {data[:120]!r}") from None
+  resp.read()  # drain, so a keep-alive connection stays usable
+  return events
+
+
+def _assemble_chat(events: list[dict]) -> dict:
+  """Chat stream chunks -> the equivalent chat.completion body (first choice, usage)."""
+  text, reason, usage = [], None, None
+  for e in events:
+    usage = e.get("usage") or usage
+    for choice in e.get("choices") or ():
+      if choice.get("index", 0) != 0:
+        continue
+      text.append((choice.get("delta") or {}).get("content") or "")
+      reason = choice.get("finish_reason") or reason
+  return {"choices": [{"message": {"content": "".join(text)}, "finish_reason": reason}],
+          "usage": usage or {}}

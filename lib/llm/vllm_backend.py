@@ -34,7 +34,16 @@ def _has_gpu() -> bool:
 
 
 class VLLMBackend(Backend):
-  """`LLM(model=path, **engine_kwargs)` behind the Backend interface."""
+  """`LLM(model=path, **engine_kwargs)` behind the Backend interface.
+
+  Args:
+    model: model path or Hugging Face id passed to `vllm.LLM`.
+    embed: load for embeddings (sets engine_kwargs["runner"] = "pooling" unless given).
+    seed: engine seed; per-request seeds come from SamplingParams.seed.
+    chat_template_kwargs: passed to `LLM.chat`, e.g. {"enable_thinking": False}.
+    **engine_kwargs: further `vllm.LLM` arguments.
+  Raises BackendUnavailable without vllm or a CUDA GPU.
+  """
 
   name = "vllm"
 

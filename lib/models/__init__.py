@@ -1,4 +1,6 @@
-"""Qwen2/Qwen2.5/Qwen3 language models in Flax NNX, with Hugging Face safetensors in and out.
+"""Qwen2/Qwen2.5/Qwen3 and Qwen3.5 language models in Flax NNX, with Hugging Face safetensors in and
+out. This facade is the public API; the families live in `qwen/` and `qwen3_5/` (config.py,
+model.py, params.py = the Hugging Face key table), over one reader/writer (`safetensors_io.py`).
 
 Quick reference:
 
@@ -15,33 +17,55 @@ Quick reference:
 
   vec = models.embed(model, input_ids, attention_mask)  # [B,hidden] unit vectors (last-token pool)
 
-  mesh = models.make_mesh(data=2, model=4); models.shard_model(model, mesh)
+  mesh = models.make_mesh(data=2, model=4)   # lib.sharding's one ("data", "fsdp", "model") mesh
+  models.shard_model(model, mesh)
 
+A broken checkpoint raises `models.CheckpointError` (a ValueError) naming the file and field.
 Generation lives in `lib.sampling`. New layer types plug into `Qwen` through the per-layer protocol
-documented in lib/models/qwen.py (`init_cache` + `__call__(x, ctx, cache) -> (x, cache)`).
+documented in lib/models/qwen/model.py (`init_cache` + `__call__(x, ctx, cache) -> (x, cache)`).
 """
 import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from lib.models.config import PRESETS, QwenConfig, preset
 from lib.models.embedding import embed, last_token_index
-from lib.models.params import load_pretrained, save_pretrained
-from lib.models.qwen import Cache, Context, KVCache, Qwen
-from lib.models.qwen3_5 import Qwen35
-from lib.models.qwen3_5_config import Qwen35Config
-from lib.models.sharding import make_mesh, shard_batch, shard_model
+from lib.models.pretrained import load_pretrained, save_pretrained
+from lib.models.qwen.config import PRESETS, QwenConfig, preset
+from lib.models.qwen.model import Cache, Context, KVCache, Qwen
+from lib.models.qwen3_5.config import Qwen35Config
+from lib.models.qwen3_5.model import Qwen35
+from lib.models.safetensors_io import CheckpointError
+from lib.models.sharding import shard_batch, shard_model
+from lib.sharding import make_mesh
 
 
-def build(config: QwenConfig, rngs: nnx.Rngs | None = None, dtype="float32") -> Qwen:
-  """A randomly initialised model (normal(0.02) weights, unit norms), seeded by `rngs`."""
+def build(config: QwenConfig | Qwen35Config, rngs: nnx.Rngs | None = None, dtype="float32") -> Qwen:
+  """A randomly initialised model (normal(0.02) weights, unit norms).
+
+  Args:
+    config: a QwenConfig (-> Qwen) or a Qwen35Config (-> Qwen35), e.g. `preset("qwen3-tiny")`.
+    rngs: seeds the weights; nnx.Rngs(0) when None.
+    dtype: parameter and compute dtype.
+
+  Returns:
+    The model; `model(ids [B,T], mask [B,T])` -> float32 logits [B,T,V].
+  """
   cls = Qwen35 if isinstance(config, Qwen35Config) else Qwen  # Qwen3.5: hybrid DeltaNet decoder
   return cls(config, rngs=nnx.Rngs(0) if rngs is None else rngs, dtype=jnp.dtype(dtype))
 
 
 def token_logprobs(model: Qwen, input_ids, attention_mask=None):
-  """log p(input_ids[:, t] | input_ids[:, :t]) for t >= 1 -> float32 [B, T-1]; 0 where token t or
-  its predecessor is padding (a left-padded row's first real token has no context to score it)."""
+  """log p(input_ids[:, t] | input_ids[:, :t]) for t >= 1.
+
+  Args:
+    model: a Qwen or Qwen35.
+    input_ids: int [B,T].
+    attention_mask: [B,T], 1 = token, 0 = padding; None = all tokens.
+
+  Returns:
+    float32 [B,T-1]; 0 where token t or its predecessor is padding (a left-padded row's first real
+    token has no context to score it).
+  """
   logits = model(input_ids, attention_mask)[:, :-1]
   targets = input_ids[:, 1:]
   logp = jnp.take_along_axis(jax.nn.log_softmax(logits, axis=-1), targets[..., None], axis=-1)[..., 0]
@@ -52,7 +76,7 @@ def token_logprobs(model: Qwen, input_ids, attention_mask=None):
 
 
 __all__ = [
-    "PRESETS", "QwenConfig", "preset", "Qwen", "Qwen35", "Qwen35Config", "Cache", "Context", "KVCache", "build",
-    "load_pretrained", "save_pretrained", "token_logprobs", "embed", "last_token_index",
-    "make_mesh", "shard_model", "shard_batch",
+    "PRESETS", "QwenConfig", "preset", "Qwen", "Qwen35", "Qwen35Config", "Cache", "Context",
+    "KVCache", "build", "load_pretrained", "save_pretrained", "CheckpointError", "token_logprobs",
+    "embed", "last_token_index", "make_mesh", "shard_model", "shard_batch",
 ]

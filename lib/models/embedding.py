@@ -4,13 +4,30 @@ import jax.numpy as jnp
 
 
 def last_token_index(attention_mask):
-  """Index of the last 1 in each row of attention_mask [B,T] -> int32 [B]."""
+  """Index of the last 1 in each row (-1 for an all-padding row).
+
+  Args:
+    attention_mask: [B,T], 1 = token, 0 = padding.
+
+  Returns:
+    int32 [B].
+  """
   t = attention_mask.shape[-1]
   return jnp.max(jnp.where(attention_mask.astype(bool), jnp.arange(t), -1), axis=-1).astype(jnp.int32)
 
 
 def embed(model, input_ids, attention_mask=None, eps: float = 1e-12):
-  """input_ids [B,T] -> float32 [B, hidden] unit vectors (cosine similarity = dot product)."""
+  """Qwen3-Embedding-style sentence embeddings (cosine similarity = dot product).
+
+  Args:
+    model: a Qwen or Qwen35 (anything with `hidden_states(ids, mask)`).
+    input_ids: int [B,T]; left or right padded.
+    attention_mask: [B,T], 1 = token, 0 = padding; None = all tokens.
+    eps: floor of the norm, so an all-zero vector stays finite.
+
+  Returns:
+    float32 [B, hidden] unit vectors: the final-norm hidden state of each row's last real token.
+  """
   if attention_mask is None:
     attention_mask = jnp.ones(input_ids.shape, jnp.int32)
   hidden = model.hidden_states(input_ids, attention_mask)

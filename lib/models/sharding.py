@@ -1,24 +1,18 @@
-"""Placing models and batches on a ("data", "model") device mesh.
+"""Placing models and batches on the ("data", "fsdp", "model") mesh of `lib.sharding.make_mesh`.
 
-Parameters carry logical `out_sharding` names (see lib/models/qwen.py); here they become
-NamedShardings. A dimension that the mesh axis does not divide (e.g. a 151669-token vocabulary on 4
-devices) is replicated instead of failing, so any mesh works for any preset.
+Parameters carry logical `out_sharding` names (see lib/models/qwen/model.py): column-parallel
+projections shard their output features over "model", row-parallel ones their input features; here
+they become NamedShardings. A dimension that the mesh axis does not divide (e.g. a 151669-token
+vocabulary on 4 devices) is replicated instead of failing, so any mesh works for any preset.
+
+    mesh = sharding.make_mesh(data=2, model=4)     # lib.sharding's mesh, re-exported by lib.models
+    shard_model(model, mesh)
 """
 import jax
-import numpy as np
 from flax import nnx
-from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-AXES = ("data", "model")
-
-
-def make_mesh(data: int = 1, model: int = 1, devices=None) -> Mesh:
-  """A data x model mesh over the first data*model devices (auto axes: XLA propagates shardings)."""
-  devices = jax.devices() if devices is None else devices
-  if data * model > len(devices):
-    raise ValueError(f"mesh {data}x{model} needs {data * model} devices, {len(devices)} available")
-  grid = np.asarray(devices[:data * model]).reshape(data, model)
-  return Mesh(grid, AXES, axis_types=(AxisType.Auto, AxisType.Auto))
+from lib.sharding import BATCH_AXES
 
 
 def _fit(spec: PartitionSpec, shape, mesh: Mesh) -> PartitionSpec:
@@ -29,7 +23,15 @@ def _fit(spec: PartitionSpec, shape, mesh: Mesh) -> PartitionSpec:
 
 
 def param_shardings(state, mesh: Mesh):
-  """State of Variables -> same structure holding a NamedSharding per parameter."""
+  """Where each parameter of a model goes on `mesh`.
+
+  Args:
+    state: an `nnx.State` of Variables (abstract or concrete) whose metadata holds `out_sharding`.
+    mesh: a mesh with a "model" axis (`lib.sharding.make_mesh`).
+
+  Returns:
+    The same structure, each Variable holding a NamedSharding instead of its array.
+  """
   specs = nnx.get_partition_spec(state)
 
   def to_sharding(var, spec_var):
@@ -40,7 +42,15 @@ def param_shardings(state, mesh: Mesh):
 
 
 def shard_model(model, mesh: Mesh):
-  """Moves every parameter of `model` onto its sharding over `mesh` (in place); returns model."""
+  """Moves every parameter of `model` onto its sharding over `mesh`, in place.
+
+  Args:
+    model: an NNX model (e.g. `lib.models.Qwen`).
+    mesh: a mesh with a "model" axis (`lib.sharding.make_mesh`).
+
+  Returns:
+    `model` itself.
+  """
   state = nnx.state(model)
   shardings = param_shardings(state, mesh)
   is_var = lambda x: isinstance(x, nnx.Variable)
@@ -51,6 +61,15 @@ def shard_model(model, mesh: Mesh):
 
 
 def shard_batch(x, mesh: Mesh):
-  """Splits the leading (batch) axis over "data" when it divides evenly; replicates otherwise."""
-  spec = PartitionSpec("data") if x.shape[0] % mesh.shape["data"] == 0 else PartitionSpec()
+  """Splits the leading (batch) axis over "data" x "fsdp" when it divides evenly, else replicates.
+
+  Args:
+    x: an array [B, ...].
+    mesh: a `lib.sharding.make_mesh` mesh.
+
+  Returns:
+    `x` placed on the mesh (same shape and dtype).
+  """
+  rows = mesh.shape["data"] * mesh.shape["fsdp"]
+  spec = PartitionSpec(BATCH_AXES) if x.shape[0] % rows == 0 else PartitionSpec()
   return jax.device_put(x, NamedSharding(mesh, spec))

@@ -1,10 +1,12 @@
-"""Checkpoint/resume: 10 straight steps == 5 steps, save, restore in a fresh process, 5 more."""
+"""Checkpoint/resume: 10 straight steps == 5 steps, save, restore in a fresh process, 5 more;
+a damaged latest step falls back to the newest intact one; none intact is one clear error."""
 import os
 import subprocess
 import sys
 import textwrap
 
 import numpy as np
+import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -77,3 +79,70 @@ def test_keeps_last_n_and_reports_latest(tmp_path):
   state, meta = ckpt.restore({"x": jnp.zeros((2,))}, step=2)
   np.testing.assert_array_equal(state["x"], [2, 2])
   assert meta["step"] == 2
+
+
+def _three_steps(directory):
+  import jax.numpy as jnp
+  from lib.checkpoint import Checkpointer
+  ckpt = Checkpointer(directory, max_to_keep=3)
+  for step in (1, 2, 3):
+    ckpt.save(step, {"x": jnp.full((4,), step), "y": {"z": jnp.arange(3.0) * step}},
+              metadata={"note": step})
+  ckpt.close()
+  return {"x": jnp.zeros((4,), jnp.int32), "y": {"z": jnp.zeros((3,))}}
+
+
+def _damage(step_dir, kind):
+  import glob
+  import shutil
+  if kind == "truncated_arrays":
+    files = glob.glob(os.path.join(step_dir, "state", "**", "d", "*"), recursive=True)
+    assert files
+    for f in files:
+      with open(f, "r+b") as fh:
+        fh.truncate(10)
+  elif kind == "missing_METADATA":
+    os.remove(os.path.join(step_dir, "state", "_METADATA"))
+  elif kind == "empty_step_dir":
+    shutil.rmtree(step_dir)
+    os.mkdir(step_dir)
+  elif kind == "truncated_metadata_json":
+    with open(os.path.join(step_dir, "metadata", "metadata"), "r+b") as fh:
+      fh.truncate(5)
+
+
+@pytest.mark.parametrize("kind", ["truncated_arrays", "missing_METADATA", "empty_step_dir",
+                                  "truncated_metadata_json"])
+def test_damaged_latest_step_falls_back_to_newest_intact(tmp_path, caplog, kind):
+  from lib import checkpoint
+  from lib.checkpoint import Checkpointer
+  directory = str(tmp_path / "c")
+  template = _three_steps(directory)
+  _damage(os.path.join(directory, "3"), kind)
+  ckpt = Checkpointer(directory, max_to_keep=3)
+  with caplog.at_level("WARNING"):
+    state, meta = ckpt.restore(template)
+  assert meta == {"step": 2, "note": 2}
+  np.testing.assert_array_equal(state["x"], [2, 2, 2, 2])
+  ours = [r.getMessage() for r in caplog.records if r.pathname == checkpoint.__file__]
+  assert len(ours) == 1 and "step 3:" in ours[0] and "restored step 2" in ours[0], ours
+  # The damaged step is kept aside, and the run can write step 3 again.
+  assert os.listdir(directory + ".damaged") and ckpt.all_steps() == [1, 2]
+  ckpt.save(3, state, metadata={"note": "again"})
+  assert ckpt.restore(template)[1]["note"] == "again"
+
+
+def test_no_intact_step_is_one_line_error_and_start_fresh_recovers(tmp_path):
+  from lib.checkpoint import CheckpointError, Checkpointer
+  directory = str(tmp_path / "c")
+  template = _three_steps(directory)
+  for step, kind in ((1, "truncated_arrays"), (2, "missing_METADATA"), (3, "empty_step_dir")):
+    _damage(os.path.join(directory, str(step)), kind)
+  with pytest.raises(CheckpointError) as err:
+    Checkpointer(directory).restore(template)
+  message = str(err.value)
+  assert "\n" not in message and "start_fresh=True" in message
+  assert all(f"step {s}:" in message for s in (1, 2, 3))
+  fresh = Checkpointer(directory, start_fresh=True)
+  assert fresh.latest_step() is None
+  assert [p for p in os.listdir(tmp_path) if p.startswith("c.discarded-")]  # nothing deleted

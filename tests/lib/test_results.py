@@ -59,3 +59,35 @@ def test_write_summary_writes_json_and_markdown(tmp_path):
   assert data["summary"] == {"n": 2} and data["table"][1]["n"] == 3
   assert markdown_table([]) == "(no rows)\n"
   assert os.path.exists(tmp_path / "summary.md")
+
+
+def test_bad_lines_anywhere_are_moved_aside_and_every_valid_row_is_kept(tmp_path, caplog):
+  path = tmp_path / "results.jsonl"
+  lines = [json.dumps({"k": i, "v": i * i}) for i in range(4800)]
+  lines[99] = '{"k": 99, "v": 98'         # corrupt (e.g. a disk error), not the last line
+  lines[200] = "{}"                        # JSON but no key field
+  lines[300] = "[1, 2]"                    # JSON but not a row
+  path.write_text("\n".join(lines) + "\n" + '{"k": 4800, "v"')  # + a torn last line
+  with caplog.at_level("WARNING"):
+    log = ResultsLog(str(tmp_path), key=("k",))
+  expected = [i for i in range(4800) if i not in (99, 200, 300)]
+  assert [r["k"] for r in log.rows()] == expected
+  assert not log.has({"k": 99}) and not log.has({"k": 4800})
+  log.append({"k": 99, "v": 9801})
+  log.close()
+  assert [json.loads(l)["k"] for l in path.read_text().splitlines()] == expected + [99]
+  rejected = [json.loads(l) for l in (tmp_path / "results.rejected.jsonl").read_text().splitlines()]
+  assert [(r["line"], r["text"]) for r in rejected] == [
+      (100, '{"k": 99, "v": 98'), (201, "{}"), (301, "[1, 2]")]
+  moved = [r.getMessage() for r in caplog.records if "bad line" in r.getMessage()]
+  assert len(moved) == 1 and "moved 3 bad line(s)" in moved[0]
+  assert not os.path.exists(str(path) + ".tmp")
+
+
+def test_clean_file_is_not_rewritten(tmp_path):
+  path = tmp_path / "results.jsonl"
+  path.write_text('{"k": 1}\n{"k": 2}\n')
+  before = os.stat(path).st_ino
+  ResultsLog(str(tmp_path), key=("k",)).close()
+  assert os.stat(path).st_ino == before
+  assert not os.path.exists(tmp_path / "results.rejected.jsonl")

@@ -207,3 +207,47 @@ def test_stop_strings_cut_exactly(chat_setup):
     assert after.token_ids == before.token_ids[:n] and after.logprobs == before.logprobs[:n]
     assert stop in tok.decode(after.token_ids) and stop not in tok.decode(after.token_ids[:-1])
     assert after.finish_reason == "stop"
+
+
+def test_chunked_decode_equals_one_loop_and_top_logprobs_are_the_top_k(model):
+  ids, mask = sampling.left_pad(_prompts([2, 6, 4], seed=1))
+  kw = dict(max_new_tokens=N_NEW, temperature=1.3, top_k=20, top_p=0.95, top_logprobs=3)
+  whole = sampling.generate(*nnx.split(model), ids, mask, jax.random.key(1), **kw)
+  calls = []
+  chunked = sampling.generate(*nnx.split(model), ids, mask, jax.random.key(1), chunk_size=2,
+                              on_chunk=lambda lengths, done: calls.append(lengths.copy())
+                              or np.zeros(3, bool), **kw)
+  for a, b in zip(whole, chunked):
+    np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=1e-5)
+  assert [c.tolist() for c in calls] == [[2, 2, 2], [4, 4, 4]]  # host sees every chunk boundary
+  ref = _full_forward_tokens(model, ids, mask, np.asarray(whole.tokens))
+  expected_ids = np.argsort(-ref, axis=-1)[..., :3]
+  np.testing.assert_array_equal(np.asarray(whole.top_ids), expected_ids)
+  np.testing.assert_allclose(np.asarray(whole.top_logprobs),
+                             np.take_along_axis(ref, expected_ids, -1), atol=1e-4)
+
+
+def test_cancelled_rows_stop_at_the_next_chunk_and_the_batch_ends_early(model):
+  ids, mask = sampling.left_pad(_prompts([3, 5], seed=2))
+  seen = []
+
+  def cancel_row_0_then_all(lengths, done):
+    seen.append(lengths.tolist())
+    return np.array([True, len(seen) > 1])
+
+  out = sampling.generate(*nnx.split(model), ids, mask, jax.random.key(0), max_new_tokens=64,
+                          temperature=0.0, chunk_size=4, on_chunk=cancel_row_0_then_all)
+  assert np.asarray(out.lengths).tolist() == [4, 8]  # row 0 stopped after chunk 1, row 1 after 2
+  assert seen == [[4, 4], [4, 8]]  # two chunks of a 64-token budget ran, not sixteen
+  assert (np.asarray(out.tokens)[0, 4:] == 0).all()
+
+
+def test_per_row_keys_make_a_row_independent_of_its_batch(model):
+  prompts = _prompts([3, 5, 4], seed=5)
+  keys = jax.random.split(jax.random.key(9), 3)
+  kw = dict(max_new_tokens=N_NEW, temperature=1.0)
+  batch = sampling.generate(*nnx.split(model), *sampling.left_pad(prompts), keys, **kw)
+  alone = sampling.generate(*nnx.split(model), *sampling.left_pad(prompts[1:2]), keys[1:2], **kw)
+  np.testing.assert_array_equal(np.asarray(alone.tokens[0]), np.asarray(batch.tokens[1]))
+  with pytest.raises(ValueError, match="one per row"):
+    sampling.generate(*nnx.split(model), *sampling.left_pad(prompts), keys[:2], **kw)

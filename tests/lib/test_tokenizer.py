@@ -1,5 +1,8 @@
 """Offline byte-level BPE training, Hugging Face format on disk, chat template rendering."""
 import json
+import os
+import subprocess
+import sys
 import tempfile
 
 import pytest
@@ -86,3 +89,34 @@ def test_render_chat_without_template_is_a_clear_error(trained):
   tok_copy = transformers.PreTrainedTokenizerFast(tokenizer_object=tok.backend_tokenizer)
   with pytest.raises(ValueError, match="no chat template"):
     tokenizer.render_chat(tok_copy, [{"role": "user", "content": "x"}])
+
+
+def test_saved_config_names_a_class_both_transformers_majors_load(trained):
+  _, path = trained
+  config = json.loads((path / "tokenizer_config.json").read_text())
+  # transformers 5 writes "TokenizersBackend", which 4.x (setup.py allows >= 4.56) cannot resolve.
+  assert config["tokenizer_class"] == tokenizer.PORTABLE_TOKENIZER_CLASS
+  assert tokenizer.PORTABLE_TOKENIZER_CLASS == "PreTrainedTokenizerFast"
+  assert "backend" not in config and hasattr(transformers, config["tokenizer_class"])
+
+
+TRANSFORMERS4_CHECK = """
+import sys, transformers
+assert transformers.__version__.startswith("4."), transformers.__version__
+tok = transformers.AutoTokenizer.from_pretrained(sys.argv[1], local_files_only=True)
+chat = tok.apply_chat_template([{"role": "user", "content": "Go?"}], tokenize=False,
+                               add_generation_prompt=True)
+print(chat + "|" + str(tok.encode("Step 7", add_special_tokens=False)))
+"""
+
+
+@pytest.mark.skipif(not os.environ.get("ACCORD_TRANSFORMERS4_SITE"),
+                    reason="set ACCORD_TRANSFORMERS4_SITE to a `pip install --target` of "
+                           "transformers 4.56 + tokenizers 0.22 + huggingface_hub 0.35")
+def test_saved_tokenizer_loads_in_transformers_4(trained):
+  tok, path = trained
+  out = subprocess.run([sys.executable, "-c", TRANSFORMERS4_CHECK, str(path)], check=True,
+                       capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "PYTHONPATH": os.environ["ACCORD_TRANSFORMERS4_SITE"]})
+  expected = tokenizer.render_chat(tok, [{"role": "user", "content": "Go?"}])
+  assert out.stdout.strip() == expected + "|" + str(tok.encode("Step 7", add_special_tokens=False))

@@ -1,9 +1,11 @@
-"""GenCoord learned backends: chat prompts, a DSL-aware tokenizer, SFT rows, training, backends.
+"""GenCoord learned policies: chat prompts, a DSL-aware tokenizer, SFT rows, training, policy.
 
-  chat.py        model-visible LocalContext -> chat messages (one renderer for every backend)
-  tokenizer.py   byte-level BPE whose pre-tokenizer keeps DSL argument groups whole
-  recipes.py     which supervision rows each learned backend trains on (paper Table S6)
-  sft_rows.py    rows -> token arrays with target-only loss masks
-  train.py       SFT of a small Qwen3 from scratch or from a checkpoint (resumable)
-  backend.py     the learned backend over lib.llm (Flax sampler or OpenAI-compatible endpoint)
+  chat.py               model-visible LocalContext -> chat messages (one renderer for every model)
+  tokenizer.py          byte-level BPE whose pre-tokenizer keeps DSL argument groups whole
+  training_recipes.py   which supervision rows each learned policy trains on (paper Table S6)
+  sft_rows.py           rows -> token arrays with target-only loss masks
+  train.py              SFT of a small Qwen3 from scratch or from a checkpoint (resumable)
+  policy.py             `LearnedPolicy` over lib.llm (Flax sampler or OpenAI-compatible endpoint)
+  report.py             tables, figures and summary.md of `experiments/gencoord/learned.py`
+  visibility_matrix.py  the task-structure visibility matrix (Figure S5) of that report
 """

@@ -1,4 +1,4 @@
-"""Chat rendering of an agent's model-visible local context (the prompt of every learned backend).
+"""Chat rendering of an agent's model-visible local context (the prompt of every learned policy).
 
 system: the shared executable prior K that every agent holds -- skill catalog with its typed
         schema (required | optional keys) and the Short DSL answer grammar.
@@ -7,12 +7,13 @@ user:   this agent's local context x_i: stage, decision agent, peer, local obser
         the episode's template in its visibility view (Full DAG / Skeleton / Node-only), as
         rendered by `agents.gencoord.prompt.render`.
 The messages go through the tokenizer's chat template (`lib.tokenizer.render_chat`) for the Flax
-sampler and unchanged to OpenAI-compatible endpoints, so every backend reads the same input.
+sampler and unchanged to OpenAI-compatible endpoints, so every model reads the same input.
 """
 import functools
 
 from agents.gencoord import prompt, skills
 from agents.gencoord.episode import LocalContext
+from lib.tokenizer import render_chat
 
 _GRAMMAR = "reply: SELF <task> > ... | SELF -, newline, REQ <peer> <task> > ... | REQ -"
 _SURFACE_NOTE = {
@@ -58,12 +59,11 @@ def user_message(ctx: LocalContext) -> str:
 
 
 def messages(ctx: LocalContext, surface: str = "dsl") -> list[dict]:
-  """The conversation a learned backend answers for one local context."""
+  """The conversation a learned policy answers for one local context."""
   return [{"role": "system", "content": system_prompt(surface)},
           {"role": "user", "content": user_message(ctx)}]
 
 
 def prompt_text(tokenizer, ctx: LocalContext, surface: str = "dsl") -> str:
   """messages(ctx) through the tokenizer's chat template, ending with the assistant opener."""
-  from lib.tokenizer import render_chat
   return render_chat(tokenizer, messages(ctx, surface), add_generation_prompt=True)

@@ -5,6 +5,7 @@ import os
 import numpy as np
 
 from envs.minecraft.live.runtime import LiveConfig, LiveRuntime
+from lib.results import markdown_table
 
 PAPER_EPISODE_S = 22.6        # paper: mean wall time of one executed episode on its server
 
@@ -21,7 +22,6 @@ def open_runtime(config, workdir: str) -> LiveRuntime:
 
 def timing_report(rt: LiveRuntime) -> tuple:
   """(summary dict, markdown notes) of the operations and episodes this runtime ran."""
-  from lib.results import markdown_table
   ops = [{k: (round(v, 1) if isinstance(v, float) else v) for k, v in r.items()}
          for r in rt.latency_table()]
   eps = np.asarray(rt.episode_times, dtype=float)

@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 
 from agents.conpact import methods, textenv
-from lib.llm.host_loop import EpisodeSpec, HostLoop
+from envs.sokoban import text as sokoban_text
+from lib.llm.host_loop import EpisodeJob, HostLoop
 from lib.llm.scripted import FunctionPolicy, ScriptedBackend
 from lib.results import ResultsLog
 
@@ -19,7 +20,7 @@ WRONG_STATE = '{"player": [2, 1], "boxes": [[2, 3]], "boxes_on_targets": 0, "blo
 
 def run_episode(tmp_path, method, respond, actions=6, calls=40, **settings):
   backend = ScriptedBackend(FunctionPolicy(respond))
-  spec = EpisodeSpec({"i": 0}, make_env=lambda: textenv.SokobanText(LEVEL[None]),
+  spec = EpisodeJob({"i": 0}, make_env=lambda: sokoban_text.text_env(LEVEL[None]),
                      make_agent=lambda: methods.make_agent(method, SOKO, **settings), env_seed=0)
   with ResultsLog(str(tmp_path), key=("i",)) as log:
     HostLoop(backend, action_budget=actions, call_budget=calls, show_progress=False).run([spec], log)
@@ -133,7 +134,7 @@ def test_crafter_react_with_assertions_scores_against_truth(tmp_path):
     frame = msgs[1]["content"].split("(current):\n", 1)[1]
     facing = frame.split("You face ", 1)[1].split(":", 1)[0]
     return f'<state>{{"facing": "{facing}"}}</state><action>move_left</action>'
-  spec = EpisodeSpec({"i": 0}, make_env=inst.make_env, env_seed=inst.env_seed,
+  spec = EpisodeJob({"i": 0}, make_env=inst.make_env, env_seed=inst.env_seed,
                      make_agent=lambda: methods.make_agent("react", crafter, assertions=True))
   with ResultsLog(str(tmp_path), key=("i",)) as log:
     HostLoop(ScriptedBackend(FunctionPolicy(respond)), action_budget=3, call_budget=3,

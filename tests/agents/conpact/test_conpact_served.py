@@ -8,7 +8,7 @@ from agents.conpact import scripted
 from configs.conpact import openai as conpact_openai
 from configs.conpact import scripted as conpact_scripted
 from experiments.conpact import eval as conpact_eval
-from lib.llm.openai_server import OpenAIServer
+from lib.llm.server import OpenAIServer
 from lib.llm.scripted import NoiseModel, ScriptedBackend
 
 KEY = "sk-conpact-test-DO-NOT-LOG-4411"

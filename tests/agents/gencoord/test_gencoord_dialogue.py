@@ -5,8 +5,9 @@ import dataclasses
 import numpy as np
 import pytest
 
-from agents.gencoord import backends, data, dialogue, protocol, suites, surfaces
-from agents.gencoord.backends import PromptBackend
+from agents.gencoord import data, dialogue, protocol, suites, surfaces
+from agents.gencoord.policies import registry as policies
+from agents.gencoord.policies.prompted import PromptPolicy
 from agents.gencoord.dsl import ParseError, parse
 from agents.gencoord.skills import normalize_path
 
@@ -88,16 +89,16 @@ def test_turn_contexts_carry_the_earlier_dialogue():
 
 def test_program_reaches_full_success_through_the_multi_turn_loop():
   eps = suites.forward("heldout")
-  recs = protocol.run_forward(eps, dialogue.Speaker(backends.make("program")))
+  recs = protocol.run_forward(eps, dialogue.Speaker(policies.make("program")))
   assert all(r.success and r.raw_valid and r.receiver_follows_request for r in recs)
   assert np.mean([r.model_calls for r in recs]) == 2.5
   dsl = {r.ep.episode_id: r.wire_bytes for r in protocol.run_forward(eps,
-                                                                   backends.make("program"))}
+                                                                   policies.make("program"))}
   for r in recs:
     assert r.model_calls == 2 * dialogue.rounds(r.ep) == len(r.texts)
     assert r.wire_bytes == sum(len(t.encode()) for t in r.texts) > dsl[r.ep.episode_id]
   with pytest.raises(ValueError, match="true request condition"):
-    protocol.run_forward(eps[:2], dialogue.Speaker(backends.make("program")), "removed")
+    protocol.run_forward(eps[:2], dialogue.Speaker(policies.make("program")), "removed")
 
 
 def test_prompt_backend_dialogue_batches_turns_and_matches_gold_prompts():
@@ -108,17 +109,17 @@ def test_prompt_backend_dialogue_batches_turns_and_matches_gold_prompts():
   def generate_texts(prompts):
     sizes.append(len(prompts))
     return [answer[p] for p in prompts]
-  recs = protocol.run_forward(eps, PromptBackend(generate_texts, surface="freeform"))
+  recs = protocol.run_forward(eps, PromptPolicy(generate_texts, surface="freeform"))
   assert all(r.success for r in recs) and sizes == [32, 32, 8, 8]
 
 
 def _scripted(reply):
   """A free-form backend whose turns are reply(context) (else the program speaker's)."""
-  speaker = dialogue.Speaker(backends.make("program"))
+  speaker = dialogue.Speaker(policies.make("program"))
 
   def generate_texts(contexts):
     return [reply(c) or speaker.generate_raw([c])[0] for c in contexts]
-  return PromptBackend(generate_texts, surface="freeform", render=lambda c: c)
+  return PromptPolicy(generate_texts, surface="freeform", render=lambda c: c)
 
 
 def test_failures_are_recorded_never_raised():
@@ -138,7 +139,7 @@ def test_failures_are_recorded_never_raised():
   def wrong_peer(c):
     if c.stage != "sender_initial":
       return None
-    q = parse(backends.make("program").generate([dataclasses.replace(c, history=(),
+    q = parse(policies.make("program").generate([dataclasses.replace(c, history=(),
                                                                      incoming=None)])[0])
     return surfaces.encode_freeform(dataclasses.replace(q, peer_requests=(
         dataclasses.replace(q.peer_requests[0], target="agent_z"),)))
@@ -146,5 +147,5 @@ def test_failures_are_recorded_never_raised():
   assert {r.failure_code for r in recs} == {"CONTRACT_REJECT"}
   # The speaker hands its inner receiver no request when the incoming turn is undecodable.
   ctx = dialogue.context(eps[0], "receiver_after_request", ["garbled"])
-  assert dialogue.decode_turn(dialogue.Speaker(backends.make("program")).generate_raw(
+  assert dialogue.decode_turn(dialogue.Speaker(policies.make("program")).generate_raw(
       [ctx])[0]).payload.self_plan == ()

@@ -3,13 +3,14 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from agents.gencoord import backends, metrics, protocol, suites
+from agents.gencoord import metrics, protocol, suites
+from agents.gencoord.policies import registry as policies
 
 
 @pytest.fixture(scope="module")
 def rows():
   eps = suites.forward("intervention")
-  program = backends.make("program")
+  program = policies.make("program")
   return {c: [metrics.episode_row(r) for r in protocol.run_forward(eps, program, c)]
           for c in ("true", "removed", "alternative")}
 

@@ -1,7 +1,8 @@
 """Naturalized private facts: note surfaces and the model-free formation references."""
 import pytest
 
-from agents.gencoord import backends, data, episode as E, naturalize, protocol, suites
+from agents.gencoord import data, episode as E, naturalize, protocol, suites
+from agents.gencoord.policies import registry as policies
 
 
 def test_notes_hide_the_binding_id_and_follow_the_surface():
@@ -23,7 +24,7 @@ def test_notes_hide_the_binding_id_and_follow_the_surface():
 def fitted():
   rows = [(r.context, r.binding) for r in data.forward_rows(suites.suite("naturalized_train"))
           if r.stage == "sender_initial"]
-  return {name: backends.make(name, rows=rows)
+  return {name: policies.make(name, rows=rows)
           for name in ("frozen_parser", "surface_table", "tfidf_nn")}
 
 
@@ -36,7 +37,7 @@ def test_formation_references(fitted):
   got = {}
   for surface in ("train", "c1", "c2", "c3"):
     eps = suites.naturalized(surface)
-    oracle = backends.make("oracle_factors", truth={e.episode_id: e.binding for e in eps})
+    oracle = policies.make("oracle_factors", truth={e.episode_id: e.binding for e in eps})
     got[surface] = {"oracle": _rate(eps, oracle),
                     **{k: _rate(eps, b) for k, b in fitted.items()}}
   assert got["c1"] == {"oracle": 100.0, "frozen_parser": 100.0, "surface_table": 0.0,

@@ -3,8 +3,9 @@ import dataclasses
 
 import pytest
 
-from agents.gencoord import backends, capability, protocol, suites
-from agents.gencoord.backends_rule import ProgramBackend
+from agents.gencoord import capability, protocol, suites
+from agents.gencoord.policies import registry as policies
+from agents.gencoord.policies.composer import ProgramPolicy
 from agents.gencoord.metrics import branch_fields, commitment_fields
 from envs.minecraft.layout import make_layout
 from envs.minecraft.world import Layout
@@ -12,7 +13,7 @@ from envs.minecraft.world import Layout
 
 class Scripted:
   """A backend whose output is a function of the context (stands in for a bad model)."""
-  name, learned_calls = "scripted", 1
+  name, learned_calls, surface = "scripted", 1, "dsl"
 
   def __init__(self, fn):
     self.fn, self.seen = fn, []
@@ -22,7 +23,7 @@ class Scripted:
     return [self.fn(c) for c in contexts]
 
 
-PROGRAM = ProgramBackend()
+PROGRAM = ProgramPolicy()
 
 
 def _program_then(edit_sender=None, edit_receiver=None):
@@ -159,9 +160,9 @@ def _rate(recs):
 def test_request_intervention_exact():
   eps = suites.forward("intervention")
   assert len(eps) == 320
-  program = backends.make("program")
+  program = policies.make("program")
   got = {c: _rate(protocol.run_forward(eps, program, c)) for c in protocol.FORWARD_CONDITIONS}
-  rule = protocol.run_forward(eps, backends.make("rule_minimal_request"), "true")
+  rule = protocol.run_forward(eps, policies.make("rule_minimal_request"), "true")
   assert got == {"true": 100.0, "removed": 50.0, "alternative": 0.0}
   assert _rate(rule) == 100.0 and all(r.model_calls == 0 for r in rule)
   # Removing the request exposes exactly one of each binding pair, in every template.
@@ -172,7 +173,7 @@ def test_request_intervention_exact():
 
 def test_alternative_request_redirects_receiver_execution():
   eps = suites.forward("heldout")
-  recs = protocol.run_forward(eps, backends.make("program"), "alternative")
+  recs = protocol.run_forward(eps, policies.make("program"), "alternative")
   assert all(r.receiver_follows_request for r in recs)   # every receiver SELF = delivered REQ
   for rec in recs:
     if rec.commitment is not None:      # an executable plan formed: it follows the delivered REQ
@@ -181,7 +182,7 @@ def test_alternative_request_redirects_receiver_execution():
 
 def test_feedback_suite_exact_and_field_fidelity():
   eps = suites.capability_suite()
-  program = backends.make("program")
+  program = policies.make("program")
   got = {c: _rate(protocol.run_feedback(eps, program, c)) for c in protocol.FEEDBACK_CONDITIONS}
   assert got == {"local": 50.0, "correct": 100.0, "counterfactual": 0.0, "centralized": 100.0}
   for rec in protocol.run_feedback(eps, program, "counterfactual"):
@@ -197,10 +198,10 @@ def test_feedback_suite_exact_and_field_fidelity():
 
 def test_composition_case_table_vs_explicit_composer():
   from agents.gencoord import data
-  from agents.gencoord.backends_rule import CaseTable
+  from agents.gencoord.policies.lookup import CaseTable
   seen, unseen = suites.cross_product("seen"), suites.cross_product("unseen")
   rows = [(r.context, r.target) for r in data.forward_rows(seen)]
-  table, composer = CaseTable(rows), backends.make("explicit_factor")
+  table, composer = CaseTable(rows), policies.make("explicit_factor")
   assert _rate(protocol.run_forward(seen, table)) == 100.0          # it memorised these
   assert _rate(protocol.run_forward(unseen, table)) == 0.0
   assert _rate(protocol.run_forward(unseen, composer)) == 100.0

@@ -76,13 +76,13 @@ def test_self_plans_join_and_materializer_canonical_check():
 
 
 def _proposal_text(ep, b):
-  from agents.gencoord.backends_rule import _proposal
-  return _proposal(ep.branch(b), ep.receiver)
+  from agents.gencoord.policies.composer import proposal_text
+  return proposal_text(ep.branch(b), ep.receiver)
 
 
 def _receiver_text(ep, b):
-  from agents.gencoord.backends_rule import _self_only
-  return _self_only(ep.branch(b).receiver_path)
+  from agents.gencoord.policies.composer import self_text
+  return self_text(ep.branch(b).receiver_path)
 
 
 def test_feedback_resolution_branch_rules():
@@ -100,7 +100,7 @@ def test_feedback_resolution_branch_rules():
   assert resolve_feedback(tmpl, q0, accept, q0, ep.sender, ep.receiver).binding == "PEER_CRAFTS"
   # Changing the goal (sticks instead of a table) is not a legal revision.
   other = templates.get("capability_stick").branch("REQUESTER_CRAFTS", ep.sender, ep.receiver)
-  from agents.gencoord.backends_rule import _proposal
-  assert isinstance(resolve_feedback(tmpl, q0, counter, parse(_proposal(other, ep.receiver)),
+  from agents.gencoord.policies.composer import proposal_text
+  assert isinstance(resolve_feedback(tmpl, q0, counter, parse(proposal_text(other, ep.receiver)),
                                      ep.sender, ep.receiver), Conflict)
   assert capability.response_valid(counter) and counter.wire().startswith('{"decision"')

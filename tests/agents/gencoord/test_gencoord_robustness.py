@@ -5,9 +5,9 @@ import re
 from hypothesis import given, settings, strategies as st
 
 from agents.gencoord import protocol, suites
-from agents.gencoord.backends_rule import ProgramBackend
+from agents.gencoord.policies.composer import ProgramPolicy
 
-PROGRAM = ProgramBackend()
+PROGRAM = ProgramPolicy()
 FORWARD = suites.forward("heldout")[::16] + suites.forward("heldout_template")[::20]
 FEEDBACK = suites.capability_suite()[::10]
 _PIECES = ["q=0", "q=-1", "q=99999", 'item="x y"', "to=agent_a", "to=agent_b", "dst=site_a",
@@ -22,7 +22,7 @@ _VALUES = ["0", "-1", "99999", "agent_a", "agent_b", "agent_c", "site_a", "marke
 
 
 class Fuzzed:
-  name, learned_calls = "fuzzed", 1
+  name, learned_calls, surface = "fuzzed", 1, "dsl"
 
   def __init__(self, seed):
     self.rng = random.Random(seed)

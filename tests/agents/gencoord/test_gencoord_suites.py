@@ -5,7 +5,7 @@ import dataclasses
 import pytest
 
 from agents.gencoord import episode as E, protocol, structure, suites, templates
-from agents.gencoord.backends_rule import ProgramBackend
+from agents.gencoord.policies.composer import ProgramPolicy
 
 
 @pytest.mark.parametrize("name,clusters", [("train", 480), ("heldout", 128),
@@ -80,7 +80,7 @@ def test_visibility_views_project_the_public_structure():
   assert collections.Counter(e.template for e in eps if e.role_view == 0) == {
       "active_order": 32, "motif_post_transform": 32, "motif_pre_transform": 32}
   # The reference program closes every motif, transform skills included.
-  recs = protocol.run_forward(eps, ProgramBackend())
+  recs = protocol.run_forward(eps, ProgramPolicy())
   assert all(r.success for r in recs)
 
 
@@ -90,7 +90,7 @@ def test_every_branch_closes_in_the_world():
     for scale in (1, 2, 3):
       eps = [e for e in pool if e.template == name][:4]
       eps = [dataclasses.replace(e, scale=scale) for e in eps]
-      assert all(r.success for r in protocol.run_forward(eps, ProgramBackend()))
+      assert all(r.success for r in protocol.run_forward(eps, ProgramPolicy()))
 
 
 def test_unknown_suite_raises():

@@ -1,7 +1,8 @@
 """The factorized rule composes over the visible task structure (visibility study, S9)."""
 import collections
 
-from agents.gencoord import backends, backends_rule, episode as E, motifs, protocol, structure
+from agents.gencoord import episode as E, motifs, protocol, structure
+from agents.gencoord.policies import composer, registry as policies
 from agents.gencoord import suites
 from agents.gencoord.dsl import parse
 from agents.gencoord.skills import normalize_path
@@ -16,7 +17,7 @@ def _by_motif(recs) -> dict:
 
 
 def test_full_and_skeleton_views_recover_the_template_paths():
-  rule, program = backends.make("factorized_rule"), backends.make("program")
+  rule, program = policies.make("factorized_rule"), policies.make("program")
   for view in ("full", "skeleton"):
     eps = suites.visibility(view)
     for ep in eps[::7]:
@@ -34,7 +35,7 @@ def test_node_only_loses_the_unmarked_post_handoff_destination():
   """Node-only drops branch labels: the destination of the post-handoff deliver is not marked
   with `bind=`, so the rule takes the first listed one (chest_a) for both bindings."""
   recs = protocol.run_forward(suites.visibility("node_only"),
-                              backends.make("factorized_rule"))
+                              policies.make("factorized_rule"))
   assert _by_motif(recs) == {"familiar": 100.0, "post_transform": 50.0, "pre_transform": 100.0}
   failed = [r for r in recs if not r.success]
   assert {(r.ep.template, r.ep.binding) for r in failed} == {("motif_post_transform",
@@ -43,7 +44,7 @@ def test_node_only_loses_the_unmarked_post_handoff_destination():
 
 
 def test_rule_reads_the_structure_not_the_template(monkeypatch):
-  monkeypatch.setattr(backends_rule, "MEMOISE", False)
+  monkeypatch.setattr(composer, "MEMOISE", False)
   real = structure.render
 
   def swapped(name, view="full", *args, **kwargs):   # a public structure with chests swapped
@@ -52,7 +53,7 @@ def test_rule_reads_the_structure_not_the_template(monkeypatch):
         .replace("dst=TMP", "dst=chest_b")
   monkeypatch.setattr(structure, "render", swapped)
   eps = [e for e in suites.visibility("full") if e.template == "motif_post_transform"]
-  recs = protocol.run_forward(eps, backends.make("factorized_rule"))
+  recs = protocol.run_forward(eps, policies.make("factorized_rule"))
   assert not any(r.success for r in recs)
   assert {r.failure_code for r in recs} <= set(protocol.FAIL_CODES)
 
@@ -61,7 +62,7 @@ def test_rule_scales_quantities_and_declines_unlisted_structures():
   # The structure lists scale-1 quantities; held-out clusters run at scales 1 and 2.
   eps = suites.forward("heldout")
   assert {e.scale for e in eps} == {1, 2}
-  assert all(r.success for r in protocol.run_forward(eps, backends.make("factorized_rule")))
+  assert all(r.success for r in protocol.run_forward(eps, policies.make("factorized_rule")))
   # Factorised templates list no nodes: no proposal (a recorded failure, not a crash).
-  recs = protocol.run_forward(suites.cross_product()[:4], backends.make("factorized_rule"))
+  recs = protocol.run_forward(suites.cross_product()[:4], policies.make("factorized_rule"))
   assert {r.failure_code for r in recs} == {"CONTRACT_REJECT"}

@@ -7,12 +7,16 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from agents.gencoord.learned import chat, recipes, sft_rows, tokenizer as dsl_tokenizer, train
+from agents.gencoord.learned import chat, sft_rows, tokenizer as dsl_tokenizer, train
+from agents.gencoord.learned import training_recipes as recipes
+from lib.model_setup import model_block
 
 
 def _config(epochs=4):
   c = ml_collections.ConfigDict()
-  c.model = dict(checkpoint="", hidden=32, layers=1, heads=2, kv_heads=1, head_dim=16, mlp=64)
+  c.model = model_block(preset="qwen3-tiny", overrides=dict(
+      hidden_size=32, num_layers=1, num_heads=2, num_kv_heads=1, head_dim=16,
+      intermediate_size=64, tie_word_embeddings=True, max_position_embeddings=4096))
   c.train = dict(epochs=epochs, batch=8, lr=1e-2, warmup_frac=0.0, weight_decay=0.01,
                  clip_norm=1.0, log_every=1, ckpt_every=4)
   return c

@@ -10,7 +10,7 @@ from agents.wm.metrics import episode_metrics  # noqa: E402
 from agents.wm.trajectory import from_host_loop_row  # noqa: E402
 from envs.text.alfworld_env import ALFWorld  # noqa: E402
 from envs.text.alfworld_game import write_tiny_game  # noqa: E402
-from lib.llm.host_loop import EpisodeSpec, HostLoop  # noqa: E402
+from lib.llm.host_loop import EpisodeJob, HostLoop  # noqa: E402
 from lib.llm.scripted import ScriptedBackend  # noqa: E402
 from lib.results import ResultsLog  # noqa: E402
 
@@ -35,7 +35,7 @@ def test_host_loop_episode(tmp_path, regime):
   root = str(tmp_path / "alf")
   write_tiny_game(root)
   log = ResultsLog(str(tmp_path / "run"), key=("task_id", "sample"))
-  specs = [EpisodeSpec({"task_id": "alfworld/pick/0", "sample": 0},
+  specs = [EpisodeJob({"task_id": "alfworld/pick/0", "sample": 0},
                        make_env=lambda: ALFWorld(root, "train"),
                        make_agent=lambda: WorldModelAuditAgent("alfworld", regime),
                        env_seed=0)]

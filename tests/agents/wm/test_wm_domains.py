@@ -2,13 +2,13 @@
 import pytest
 
 from agents.wm import domains
+from envs.text import scienceworld_env
 
 
 def test_every_scienceworld_task_has_a_topic():
   pytest.importorskip("scienceworld")
-  from configs.wm.data import _ALL_SCIENCEWORLD_TASKS  # pylint: disable=import-outside-toplevel
-  labels = {t: domains.domain("scienceworld", (t, 0)) for t in _ALL_SCIENCEWORLD_TASKS}
-  assert len(labels) == 30
+  labels = {t: domains.domain("scienceworld", (t, 0)) for t in scienceworld_env.TASK_NAMES}
+  assert len(labels) == 30 and set(labels) == set(domains.scienceworld_topics())
   assert labels["boil"] == labels["melt"] == "Matter"
   assert labels["find-plant"] == "Classification" and labels["test-conductivity"] == "Electricity"
   assert set(labels.values()) == {"Matter", "Measurement", "Electricity", "Classification",

@@ -65,21 +65,3 @@ def test_agent_rows_cover_both_regimes_and_parse_back():
   no_history = warmstart.sft_rows([], [traj], history_window=0)
   assert "(none" in no_history[2][0][0]["content"]   # window 0: no earlier step shown
 
-
-def test_length_grouped_batches_share_one_bucket_and_sample_rows_uniformly():
-  import numpy as np
-  lengths = [30] * 60 + [200] * 30 + [300] * 10      # buckets 64, 256, 512
-  draw = warmstart.length_grouped(lengths)
-  counts = np.zeros(len(lengths))
-  shapes = set()
-  for it in range(4000):
-    idx, length = draw(4, np.random.default_rng([0, it]))
-    assert all(lengths[i] <= length for i in idx)
-    assert len({max(64, 1 << (lengths[i] - 1).bit_length()) for i in idx}) == 1
-    shapes.add(length)
-    np.add.at(counts, idx, 1)
-  assert shapes == {64, 256, 512}
-  # each row's share of draws is 1/100 (bucket chosen by size, then uniform inside it)
-  share = counts / counts.sum()
-  assert abs(share[:60].sum() - 0.6) < 0.03 and abs(share[90:].sum() - 0.1) < 0.02
-  assert share.max() < 3 * share.min()

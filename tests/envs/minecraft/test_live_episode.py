@@ -9,7 +9,8 @@ import shutil
 
 import pytest
 
-from agents.gencoord import backends, protocol, suites, templates
+from agents.gencoord import protocol, suites, templates
+from agents.gencoord.policies import registry as policies
 from agents.gencoord.compile import compile_plan
 from envs.minecraft import executor, recipes
 from envs.minecraft import world as W
@@ -44,7 +45,7 @@ def test_server_recipes_are_minecraft_data_1_21_4(rt):
 def test_one_episode_per_family_matches_simulator(rt):
   eps = _one_per_family()
   assert len(eps) == 4
-  backend = backends.make("rule_minimal_request")
+  backend = policies.make("rule_minimal_request")
   sim = protocol.run_forward(eps, backend, "true")
   live = protocol.run_forward(eps, backend, "true", world=rt.world_for)
   for a, b in zip(sim, live):
@@ -62,7 +63,7 @@ def test_one_episode_per_family_matches_simulator(rt):
 
 def test_final_server_state_equals_simulator_state(rt):
   ep = _one_per_family()[1]                    # the recipe family: mining, crafting, handoff
-  rec = protocol.run_forward([ep], backends.make("rule_minimal_request"), "true")[0]
+  rec = protocol.run_forward([ep], policies.make("rule_minimal_request"), "true")[0]
   steps = compile_plan(rec.result.plan, ep.layout.locations)
   sim_world = ep.layout.reset()
   assert executor.execute(sim_world, steps).error is None

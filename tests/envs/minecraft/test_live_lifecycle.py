@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from agents.gencoord import backends, protocol, suites, templates
+from agents.gencoord import protocol, suites, templates
+from agents.gencoord.policies import registry as policies
 
 pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="live backend needs Node.js")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
@@ -74,7 +75,7 @@ def test_server_crash_is_recorded_and_the_server_restarted(rt):
     return w
 
   starts = rt.starts
-  recs = protocol.run_forward(eps, backends.make("rule_minimal_request"), "true", world=world)
+  recs = protocol.run_forward(eps, policies.make("rule_minimal_request"), "true", world=world)
   assert killed and recs[0].failure_code == "SERVER_FAILURE", recs[0].result
   assert all(r.success for r in recs[1:]), [r.result for r in recs[1:]]
   assert rt.starts == starts + 1 and rt.server.pid != killed[0]
@@ -88,7 +89,7 @@ def test_dropped_bot_reconnects(rt):
   rt.world_for(ep)
   rt.bot_request("drop", agent=ep.sender)
   time.sleep(0.5)
-  rec = protocol.run_forward([ep], backends.make("rule_minimal_request"), "true",
+  rec = protocol.run_forward([ep], policies.make("rule_minimal_request"), "true",
                              world=rt.world_for)[0]
   assert rec.success, rec.result
   assert ep.sender in rt.server_request("ping")["players"]
@@ -106,7 +107,7 @@ def test_operation_timeout_is_a_backend_failure_then_recovers(rt):
   finally:
     rt.config.op_timeout_s = 30.0
   starts = rt.starts
-  rec = protocol.run_forward([ep], backends.make("rule_minimal_request"), "true",
+  rec = protocol.run_forward([ep], policies.make("rule_minimal_request"), "true",
                              world=rt.world_for)[0]
   assert rec.success and rt.starts == starts + 1
 

@@ -111,7 +111,7 @@ def test_random_episodes_through_autoreset(task):
   assert env.action_space(params).n == 7
 
 
-def _fixed_level():
+def fixed_level():
   """7x5 room: agent (1,1) facing east; red ball (3,1); blue key (1,2);
   locked blue door (4,3); closed green door (5,1); purple box (2,3). Mission: go to the red ball.
 
@@ -141,7 +141,7 @@ def test_fixed_level_rules():
   env = BabyAIEnv("BabyAI-GoToRedBall-v0")
   params = env.default_params
   step = jax.jit(lambda s, a: env.step_env(jax.random.key(0), s, a, params))
-  s = _fixed_level()
+  s = fixed_level()
   L, R, F, P, D, T = C.LEFT, C.RIGHT, C.FORWARD, C.PICKUP, C.DROP, C.TOGGLE
 
   def act(s, a):

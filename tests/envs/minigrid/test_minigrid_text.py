@@ -1,6 +1,7 @@
 """Text view, action names and state facts: exact strings on a fixed level, and facts checked
 against Farama's own geometry (`front_pos`, `get_view_coords`, `agent_sees`) on real levels."""
 import gymnasium as gym
+import jax
 import minigrid  # noqa: F401
 import numpy as np
 import pytest
@@ -9,7 +10,7 @@ from envs.minigrid import constants as C
 from envs.minigrid import text
 from envs.minigrid.convert import from_minigrid
 from envs.minigrid.tasks import TASKS
-from test_minigrid_env import _fixed_level
+from test_minigrid_env import fixed_level
 
 
 def test_action_names_round_trip():
@@ -39,11 +40,11 @@ def test_render_text_fixed_level():
       "- a wall 3 steps right",
       "- a wall 5 steps forward",
   ])
-  assert text.render_text(_fixed_level()) == expected
+  assert text.render_text(fixed_level()) == expected
 
 
 def test_state_facts_fixed_level():
-  facts = text.state_facts(_fixed_level())
+  facts = text.state_facts(fixed_level())
   assert facts["agent_cell"] == [1, 1] and facts["agent_dir"] == "east"
   assert facts["front_cell"] == [2, 1] and facts["front_object"] == "nothing"
   assert facts["carrying"] is None and facts["mission"] == "go to the red ball"
@@ -91,3 +92,15 @@ def test_state_facts_agree_with_farama_geometry(task):
       _, _, term, trunc, _ = env.step(int(rng.integers(0, 7)))
       if term or trunc:
         break
+
+
+def test_text_env_draws_the_level_from_the_seed_and_reports_the_env_success():
+  env = text.text_env("BabyAI-GoToRedBall-v0")
+  obs, info = env.reset(7)
+  _, start = env.env.reset_env(jax.random.split(jax.random.PRNGKey(7))[1], env.params)
+  assert obs == text.render_text(start) and info == {"state_facts": text.state_facts(start),
+                                                     "success": False}
+  obs, _, terminated, _, info = env.step(text.action_id("turn left"))
+  assert obs == text.render_text(env.state) and info["state_facts"]["step"] == 1
+  assert info["success"] is False and not terminated
+  assert text.text_env("BabyAI-GoToRedBall-v0").env is env.env  # one compiled env per task

@@ -66,3 +66,23 @@ def test_render_mentions_no_coordinates_outside_board():
   state = sk.state_from_level(jnp.asarray(lv.from_ascii(LEVEL)))
   for r, c in re.findall(r"\((\d+),(\d+)\)", text.render_text(state)):
     assert int(r) < 6 and int(c) < 7
+
+
+def test_text_env_plays_the_seeded_level_and_matches_the_env():
+  bank = np.stack([lv.from_ascii(LEVEL), np.rot90(lv.from_ascii(LEVEL), 2)]).astype(np.int8)
+  env = text.text_env(bank, max_steps=3)
+  for seed in (0, 1):
+    obs, info = env.reset(seed)
+    start = sk.state_from_level(jnp.asarray(bank[seed]), seed)
+    assert obs == text.render_text(start) and info["state_facts"] == text.state_facts(start)
+    assert info["success"] is False and int(env.state.level_index) == seed
+  rules, params = sk.Sokoban(bank, 3), sk.Sokoban(bank, 3).default_params
+  expected = start
+  for t, name in enumerate(("left", "up", "right")):
+    obs, reward, terminated, truncated, info = env.step(text.action_id(name))
+    _, expected, want_reward, _, _ = rules.step_env(None, expected, text.action_id(name), params)
+    assert obs == text.render_text(expected) and np.isclose(reward, float(want_reward))
+    assert not terminated and truncated == (t == 2)  # the 3-step limit truncates the last step
+  assert text.text_env(bank, max_steps=3).env is env.env  # one compiled env per bank and limit
+  with np.testing.assert_raises(ValueError):
+    text.action_id("north")

@@ -11,10 +11,11 @@ from lib.llm.flax_backend import FlaxBackend
 
 
 def _tiny(c):
-  c.model.update(hidden=32, layers=1, heads=2, kv_heads=1, head_dim=16, mlp=64)
+  c.model.overrides.update(hidden_size=32, num_layers=1, num_heads=2, num_kv_heads=1,
+                           head_dim=16, intermediate_size=64)
+  c.model.vocab_size = 400
   c.max_rows = 64
   c.train.update(epochs=1, batch=16, log_every=1, ckpt_every=2)
-  c.tokenizer.vocab_size = 400
   c.eval.update(max_clusters=2, timing_clusters=1, throughput=True, n_resamples=200)
   return c
 
@@ -86,7 +87,7 @@ def test_visibility_study_tiny(tmp_path):
 
 
 def test_per_seed_table():
-  from experiments.gencoord import learned_report as report
+  from agents.gencoord.learned import report
   rows = [{"seed": s, "success": ok} for s, ok in
           [(0, True), (0, True), (1, True), (1, False), (2, False), (2, False)]]
   out = report.per_seed({"dsl": rows}, [{"name": "dsl"}])[0]

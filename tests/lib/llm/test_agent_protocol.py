@@ -1,12 +1,13 @@
-"""JaxEnvAdapter: a gymnax-style JAX env behind the host-loop reset/step API, driven by the loop."""
+"""envs.host_adapter.JaxEnvAdapter: a gymnax-style env behind the host-loop API, driven by the loop."""
 import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
 from envs import base
-from lib.llm.agent import Act, JaxEnvAdapter, ModelRequest, scalar_info
-from lib.llm.host_loop import EpisodeSpec, HostLoop
+from envs.host_adapter import JaxEnvAdapter
+from lib.llm.agent import Act, ModelRequest, scalar_info
+from lib.llm.host_loop import EpisodeJob, HostLoop
 from lib.llm.scripted import FunctionPolicy, ScriptedBackend
 from lib.results import ResultsLog
 
@@ -93,7 +94,7 @@ def test_host_loop_drives_jax_env_to_goal(tmp_path):
     return "right" if goal > pos else "left"
 
   env = Corridor()
-  specs = [EpisodeSpec(key={"i": i}, env_seed=i, make_env=lambda: JaxEnvAdapter(
+  specs = [EpisodeJob(key={"i": i}, env_seed=i, make_env=lambda: JaxEnvAdapter(
       env, CorridorParams(max_steps_in_episode=20)), make_agent=WalkAgent) for i in range(6)]
   with ResultsLog(str(tmp_path), key=("i",)) as log:
     HostLoop(ScriptedBackend(FunctionPolicy(walk)), action_budget=20, call_budget=20,

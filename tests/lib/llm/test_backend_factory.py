@@ -85,7 +85,7 @@ def test_vllm_adapter_translates_requests(monkeypatch):
 
 def test_sectioned_config_switches_kind():
   cfg = factory.backends_config("flax", openai_http=dict(base_url="http://127.0.0.1:7/v1"))
-  assert cfg["flax"]["preset"] == "qwen3-tiny" and cfg["vllm"]["max_model_len"] == 8192
+  assert cfg["flax"]["model"]["preset"] == "qwen3-tiny" and cfg["vllm"]["max_model_len"] == 8192
   cfg["kind"] = "openai_http"
   b = factory.make_backend(cfg)
   assert isinstance(b, OpenAIBackend) and b.base_url == "http://127.0.0.1:7/v1"
@@ -93,3 +93,12 @@ def test_sectioned_config_switches_kind():
     factory.make_backend({**cfg, "timeout_s": 3})
   with pytest.raises(KeyError, match="unknown backend kinds"):
     factory.backends_config("flax", flaxx={})
+
+
+def test_flax_config_takes_one_model_block(tmp_path):
+  cfg = factory.backend_config("flax", model=dict(checkpoint=str(tmp_path / "missing")))
+  assert cfg["model"]["preset"] == "qwen3-tiny" and cfg["model"]["dtype"] == "float32"
+  with pytest.raises(KeyError, match="model block has no fields"):
+    factory.backend_config("flax", model=dict(chekpoint="x"))
+  with pytest.raises(FileNotFoundError, match="is not a local Hugging Face directory"):
+    factory.make_backend(cfg)

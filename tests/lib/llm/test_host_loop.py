@@ -7,7 +7,7 @@ import pytest
 from lib.llm.agent import Act, ModelRequest
 from lib.llm.backend import Backend, Completion, SamplingParams, failed
 from lib.llm.guess_env import BisectPolicy, GuessEnv, parse_guess
-from lib.llm.host_loop import EpisodeSpec, HostLoop, final_rows, request_seed
+from lib.llm.host_loop import EpisodeJob, HostLoop, final_rows, request_seed
 from lib.llm.prompt_agent import PromptAgent
 from lib.llm.scripted import NoiseModel, ScriptedBackend
 from lib.results import ResultsLog
@@ -37,7 +37,7 @@ def guess_agent():
 
 
 def specs(n_episodes, env_n=N):
-  return [EpisodeSpec(key={"instance": i // 2, "rollout": i % 2}, env_seed=100 + i,
+  return [EpisodeJob(key={"instance": i // 2, "rollout": i % 2}, env_seed=100 + i,
                       make_env=lambda: GuessEnv(env_n), make_agent=guess_agent,
                       extra={"env": "guess"}) for i in range(n_episodes)]
 
@@ -115,7 +115,7 @@ class TwoCallsPerAction:
     (2, 4, "action_budget", 2, 4),
 ])
 def test_budgets(tmp_path, a, c, status, actions, calls):
-  sp = [EpisodeSpec(key={"i": 0}, env_seed=7, make_env=lambda: GuessEnv(1000),
+  sp = [EpisodeJob(key={"i": 0}, env_seed=7, make_env=lambda: GuessEnv(1000),
                     make_agent=TwoCallsPerAction)]
   loop = HostLoop(scripted(), action_budget=a, call_budget=c, show_progress=False)
   with ResultsLog(str(tmp_path), key=("i",)) as log:
@@ -168,8 +168,8 @@ def test_agent_exception_is_recorded(tmp_path):
     def consume(self, completion):
       raise ValueError("parser bug")
 
-  sp = [EpisodeSpec(key={"i": 0}, env_seed=1, make_env=lambda: GuessEnv(8), make_agent=Broken),
-        EpisodeSpec(key={"i": 1}, env_seed=1, make_env=lambda: GuessEnv(8),
+  sp = [EpisodeJob(key={"i": 0}, env_seed=1, make_env=lambda: GuessEnv(8), make_agent=Broken),
+        EpisodeJob(key={"i": 1}, env_seed=1, make_env=lambda: GuessEnv(8),
                     make_agent=guess_agent)]
   with ResultsLog(str(tmp_path), key=("i",)) as log:
     HostLoop(scripted(), action_budget=9, call_budget=9, show_progress=False).run(sp, log)

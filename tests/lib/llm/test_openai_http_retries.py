@@ -18,19 +18,25 @@ MSG = [[{"role": "user", "content": "hi"}]]
 class FakeServer:
   """Answers POSTs from a list of statuses (then 200); records arrival times and headers."""
 
-  def __init__(self, statuses=(), delay_s=0.0, echo_auth=False):
+  def __init__(self, statuses=(), delay_s=0.0, echo_auth=False, idle_timeout_s=None):
     self.statuses, self.delay_s, self.echo_auth = list(statuses), delay_s, echo_auth
     self.arrivals, self.auth, self.inflight, self.max_inflight = [], [], 0, 0
+    self.client_ports, self.bodies = [], []
     self.lock = threading.Lock()
     fake = self
 
     class Handler(http.server.BaseHTTPRequestHandler):
+      protocol_version = "HTTP/1.1"  # keep-alive, so connection reuse is visible
+      timeout = idle_timeout_s  # the server closes connections idle for this long
+
       def log_message(self, *args):
         pass
 
       def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         with fake.lock:
+          fake.client_ports.append(self.client_address[1])
+          fake.bodies.append(body)
           fake.arrivals.append(time.perf_counter())
           fake.auth.append(self.headers.get("Authorization"))
           status = fake.statuses.pop(0) if fake.statuses else 200
@@ -43,6 +49,22 @@ class FakeServer:
           msg = f"injected {status}" + (f" auth={self.headers.get('Authorization')}"
                                         if fake.echo_auth else "")
           payload = json.dumps({"error": {"message": msg}}).encode()
+        elif body.get("stream"):
+          text = "echo:" + body["messages"][-1]["content"]
+          events = [{"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]},
+                    {"choices": [{"index": 0, "delta": {"content": text[:3]}}]},
+                    {"choices": [{"index": 0, "delta": {"content": text[3:]}}]},
+                    {"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]},
+                    {"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 2}}]
+          self.send_response(200)
+          self.send_header("Content-Type", "text/event-stream")
+          self.send_header("Connection", "close")
+          self.end_headers()
+          for e in events:
+            self.wfile.write(b"data: " + json.dumps(e).encode() + b"\n\n")
+          self.wfile.write(b"data: [DONE]\n\n")
+          self.close_connection = True
+          return
         else:
           text = "echo:" + body["messages"][-1]["content"]
           payload = json.dumps({"choices": [{"message": {"role": "assistant", "content": text},
@@ -159,3 +181,33 @@ def test_embed_failure_raises_call_failed():
       client(srv.url, max_retries=1).embed(["a"])
   finally:
     srv.close()
+
+
+def test_connections_are_reused_and_streams_assembled():
+  srv = FakeServer([400, 409])
+  try:
+    b = client(srv.url, max_concurrency=1)
+    assert [c.error for c in b.generate(MSG * 2)] == ["http_400", "http_409"]  # 4xx: no retry
+    out = b.generate([[{"role": "user", "content": str(i)}] for i in range(3)])
+    assert [c.text for c in out] == ["echo:0", "echo:1", "echo:2"]
+    assert len(set(srv.client_ports)) == 1  # five requests, one keep-alive connection
+    streaming = client(srv.url, stream=True)
+    (c,) = streaming.generate(MSG)
+  finally:
+    srv.close()
+  assert c.ok and c.text == "echo:hi" and c.finish_reason == "length"
+  assert (c.input_tokens, c.output_tokens) == (5, 2)
+  assert srv.bodies[-1]["stream"] is True
+  assert srv.bodies[-1]["stream_options"] == {"include_usage": True}
+
+
+def test_a_connection_closed_while_idle_is_reopened_without_a_retry():
+  srv = FakeServer(idle_timeout_s=0.2)
+  try:
+    b = client(srv.url, max_concurrency=1, max_retries=0)
+    assert b.generate(MSG)[0].ok
+    time.sleep(0.6)  # the server has closed the kept-alive connection by now
+    (c,) = b.generate(MSG)
+  finally:
+    srv.close()
+  assert c.ok and c.attempts == 1 and len(set(srv.client_ports)) == 2

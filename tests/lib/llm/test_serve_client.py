@@ -6,6 +6,7 @@ import os
 import pathlib
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 
@@ -15,7 +16,7 @@ import pytest
 from lib.llm.backend import Backend, SamplingParams
 from lib.llm.flax_backend import FlaxBackend
 from lib.llm.guess_env import GuessEnv, parse_guess
-from lib.llm.host_loop import EpisodeSpec, HostLoop, final_rows
+from lib.llm.host_loop import EpisodeJob, HostLoop, final_rows
 from lib.llm.openai_http import OpenAIBackend
 from lib.llm.prompt_agent import PromptAgent
 from lib.results import ResultsLog
@@ -52,10 +53,21 @@ def server(tmp_path_factory):
   base = tmp_path_factory.mktemp("serve")
   proc, info = start_server(base / "run", base / "jax_cache")
   yield proc, info, base / "run"
+  # SIGTERM in the middle of a long generation is a clean stop: exit 0, no traceback, and the
+  # server writes its usage summary.
+  long = OpenAIBackend(info["url"], "accord", timeout_s=120, max_retries=0)
+  threading.Thread(target=long.generate, args=(convs(1), SamplingParams(max_tokens=1024)),
+                   daemon=True).start()
+  health = info["url"].replace("/v1", "/health")
+  deadline = time.time() + 60
+  while not json.load(urllib.request.urlopen(health, timeout=30))["busy_since"]:
+    assert time.time() < deadline
+    time.sleep(0.05)
   proc.terminate()
-  proc.wait(timeout=60)
+  assert proc.wait(timeout=120) == 0
+  log = (base / "run.out").read_text()
+  assert "Traceback" not in log and "Fatal Python error" not in log
   workdir = base / "run"
-  # A SIGTERM is a clean stop: the server writes its usage summary.
   assert json.loads((workdir / "summary.json").read_text())["summary"]["calls"] > 0
 
 
@@ -127,7 +139,7 @@ class KillBefore(Backend):
 def episode_specs():
   agent = lambda: PromptAgent("Reply with one integer.", render=lambda o: o, parse=parse_guess,
                               fallback_action=0, params=GREEDY)
-  return [EpisodeSpec(key={"instance": i, "rollout": 0}, env_seed=i,
+  return [EpisodeJob(key={"instance": i, "rollout": 0}, env_seed=i,
                       make_env=lambda: GuessEnv(8), make_agent=agent) for i in range(6)]
 
 

@@ -13,9 +13,9 @@ import transformers
 from flax import nnx
 
 from lib import models, sampling
-from lib.models.qwen3_5 import Qwen35
-from lib.models.qwen3_5_config import PRESETS, Qwen35Config
-from lib.models.qwen3_5_params import load_qwen3_5
+from lib.models.qwen3_5.model import Qwen35
+from lib.models.qwen3_5.config import PRESETS, Qwen35Config
+from lib.models.qwen3_5.params import load_qwen3_5
 
 TEXT = dict(vocab_size=96, hidden_size=32, intermediate_size=48, num_attention_heads=4,
             num_key_value_heads=2, head_dim=16, linear_num_key_heads=2, linear_num_value_heads=4,
@@ -225,7 +225,7 @@ def test_full_checkpoint_loads_text_decoder_and_skips_vision(tmp_path, caplog):
   assert n_visual > 0
   weights["mtp.fc.weight"] = torch.zeros(32, 64)
   safetensors.torch.save_file(weights, tmp_path / "model.safetensors", metadata={"format": "pt"})
-  with caplog.at_level(logging.INFO, logger="lib.models.qwen3_5_params"):
+  with caplog.at_level(logging.INFO, logger="lib.models.qwen3_5.params"):
     model, ours_config = load_qwen3_5(tmp_path)
   notes = " ".join(r.getMessage() for r in caplog.records)
   assert f"skipped {n_visual} tensors under 'model.visual.'" in notes

@@ -11,7 +11,7 @@ CHECK = textwrap.dedent("""
     import jax, jax.numpy as jnp, numpy as np
     from flax import nnx
     from lib import models, sampling
-    from lib.models.qwen3_5_config import preset
+    from lib.models.qwen3_5.config import preset
     assert jax.device_count() == 8, jax.devices()
     model = models.build(preset("qwen3.5-tiny", deltanet_chunk=8), rngs=nnx.Rngs(0))
     # Spread the logits: the projections' 0.02 init leaves them nearly flat.

@@ -1,0 +1,93 @@
+"""Learned commitment policies over any `lib.llm` chat backend.
+
+`LearnedPolicy` renders each local context as chat messages (`chat.messages`) and asks a
+`lib.llm.backend.Backend` for the answers: (a) `FlaxBackend` -- our jit KV-cache sampler on the
+model just trained or on any local Hugging Face-format Qwen checkpoint, or (b) `OpenAIBackend`
+-- any OpenAI-compatible endpoint (vLLM serving an exported checkpoint). Outputs map from its
+surface to Short DSL as for any `PromptPolicy` (`prompted.decode_outputs`). Decoding is greedy
+with the structured output capped at 256 tokens. It keeps per-episode token counts (the
+episode ids come with the contexts) and per-call times so experiments can report input/output
+tokens and time-to-commitment.
+"""
+import time
+from typing import Sequence
+
+from agents.gencoord.episode import LocalContext
+from agents.gencoord.learned import chat
+from agents.gencoord.policies import prompted
+from lib.llm.backend import Backend, SamplingParams
+from lib.llm.flax_backend import FlaxBackend
+
+MAX_NEW_TOKENS = 256
+
+
+class ModelCallError(RuntimeError):
+  """The model endpoint failed a call (e.g. HTTP error); raised so no episode is mis-scored."""
+
+
+class LearnedPolicy:
+  """One learned model answering local contexts on one surface (dsl/json/freeform/factor); a
+  `CommitmentPolicy` and a `RawTextPolicy`.
+
+  Args:
+    llm: the chat model (`lib.llm.backend.Backend`).
+    surface: what the model writes.
+    name: the policy's name in result rows.
+    max_new_tokens: output cap per call.
+  """
+  learned_calls = 1
+
+  def __init__(self, llm: Backend, surface: str = "dsl", name: str = "learned",
+               max_new_tokens: int = MAX_NEW_TOKENS):
+    prompted.check_surface(surface)
+    self.llm, self.surface, self.name = llm, surface, name
+    self.params = SamplingParams(max_tokens=max_new_tokens, temperature=0.0)
+    self.tokens: dict = {}          # episode_id -> [input tokens, output tokens]
+    self.call_times: list = []      # (start, end, batch size) of each batched model call
+
+  def generate_raw(self, contexts: Sequence[LocalContext]) -> list[str]:
+    """The model's outputs on this surface, unconverted (free-form dialogue turns)."""
+    if not contexts:
+      return []
+    outputs = self.complete([chat.messages(c, self.surface) for c in contexts],
+                            [c.episode_id for c in contexts])
+    if len(outputs) != len(contexts):
+      raise ValueError(f"generator returned {len(outputs)} outputs for {len(contexts)} prompts")
+    return outputs
+
+  def generate(self, contexts: Sequence[LocalContext]) -> list[str]:
+    """Short DSL, one text per context (`prompted.to_short_dsl` of each output)."""
+    return prompted.decode_outputs(contexts, self.generate_raw(contexts), self.surface)[0]
+
+  def complete(self, conversations: list, episode_ids: Sequence[str]) -> list[str]:
+    """One batched model call; its token counts are added to `tokens[episode_id]`.
+
+    Args:
+      conversations: chat message lists, one per episode.
+      episode_ids: the episode each conversation belongs to, in the same order.
+    Returns:
+      The completion texts, in order.
+    """
+    start = time.perf_counter()
+    out = self.llm.generate(conversations, self.params)
+    self.call_times.append((start, time.perf_counter(), len(conversations)))
+    for episode_id, c in zip(episode_ids, out):
+      if c.error is not None:
+        raise ModelCallError(f"{self.name}: model call failed ({c.error}: {c.error_detail})")
+      acc = self.tokens.setdefault(episode_id, [0, 0])
+      acc[0] += c.input_tokens or 0
+      acc[1] += c.output_tokens or 0
+    return [c.text for c in out]
+
+
+def flax_llm(model, tokenizer, max_batch: int = 256) -> FlaxBackend:
+  """Our sampler on an in-memory model (the one just trained).
+
+  Args:
+    model: a Flax NNX causal LM.
+    tokenizer: its tokenizer.
+    max_batch: the sampler's largest batch.
+  Returns:
+    A `lib.llm` backend for `LearnedPolicy`.
+  """
+  return FlaxBackend(model, tokenizer, max_batch=max_batch)

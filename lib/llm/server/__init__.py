@@ -1,0 +1,12 @@
+"""The OpenAI-compatible model server (`experiments/serve.py` runs it).
+
+  admission.py  request parsing and validation, ServerLimits, RequestError (400s naming limits)
+  engine.py     FlaxEngine (chunked, cancellable sampling, n, seed, log-probs), BackendEngine
+  worker.py     ModelWorker: bounded queue, batching, cancellation, health
+  responses.py  OpenAI response bodies and stream chunks
+  httpd.py      OpenAIServer: routes, auth, body limits, streaming, timeouts, request logs
+"""
+from lib.llm.server.admission import RequestError, ServerLimits
+from lib.llm.server.httpd import OpenAIServer
+
+__all__ = ["OpenAIServer", "RequestError", "ServerLimits"]

@@ -1,0 +1,262 @@
+"""Admission control for the OpenAI-compatible server: parse and validate request bodies, and
+refuse anything over a limit before it reaches the model.
+
+Every refusal is a `RequestError` carrying the HTTP status and a message that names the field or
+the limit (and how to raise it), so a client sees at once why it was turned away. Fields this
+server cannot honour (tools, response_format other than text, penalties, logit_bias, ...) are
+refused by name, never silently ignored; so are fields it does not know.
+"""
+import dataclasses
+import math
+
+from lib.llm.backend import ROLES, SamplingParams
+
+MAX_TOP_LOGPROBS = 20  # OpenAI's own cap on top_logprobs
+MAX_STOP_STRINGS = 4
+
+
+class RequestError(ValueError):
+  """A request the server answers with `status` and an OpenAI-style error body."""
+
+  def __init__(self, status: int, message: str, kind: str = "invalid_request_error",
+               param: str | None = None, retry_after_s: float | None = None):
+    super().__init__(message)
+    self.status, self.kind, self.param, self.retry_after_s = status, kind, param, retry_after_s
+
+  def body(self) -> dict:
+    return {"error": {"message": str(self), "type": self.kind, "param": self.param,
+                      "code": self.status}}
+
+
+@dataclasses.dataclass(frozen=True)
+class ServerLimits:
+  """What one request and the server as a whole may ask for (configs/serve.py `limits`).
+
+  context_length: the model's (prompt + new tokens per row); None when the backend has none.
+  max_prompt_tokens / max_new_tokens: per request. max_batch: rows (requests x n) per sampler
+  batch; also the largest `n`. max_queue: waiting requests before new ones get 503.
+  request_timeout_s: a request still unanswered after this long is cancelled (504).
+  socket_timeout_s: idle or half-sent connections are closed after this long.
+  stuck_after_s: /health fails when the model worker made no progress for this long.
+  max_body_bytes: request bodies above this get 413. max_embed_inputs: texts per embeddings call.
+  """
+  context_length: int | None = None
+  max_prompt_tokens: int = 4096
+  max_new_tokens: int = 1024
+  max_batch: int = 32
+  max_queue: int = 256
+  request_timeout_s: float = 600.0
+  socket_timeout_s: float = 30.0
+  stuck_after_s: float = 120.0
+  max_body_bytes: int = 8 << 20
+  max_embed_inputs: int = 256
+
+
+@dataclasses.dataclass
+class GenerationRequest:
+  """One validated chat or text-completion request.
+
+  prompt: a conversation (list of {"role", "content"} dicts) for chat, a string for completions.
+  n: choices, sampled as n rows of one batch. logprobs: return each token's log-prob;
+  top_logprobs: and that many alternatives per token. prompt_ids: filled in by admission.
+  """
+  kind: str  # "chat" | "completion"
+  prompt: list | str
+  params: SamplingParams
+  n: int = 1
+  logprobs: bool = False
+  top_logprobs: int = 0
+  stream: bool = False
+  include_usage: bool = False
+  prompt_ids: list[int] | None = None
+
+
+_COMMON = {"model", "max_tokens", "temperature", "top_p", "top_k", "stop", "seed", "n", "stream",
+           "stream_options", "logprobs", "user", "presence_penalty", "frequency_penalty",
+           "logit_bias"}
+CHAT_FIELDS = _COMMON | {"messages", "max_completion_tokens", "top_logprobs", "response_format",
+                         "tools", "tool_choice", "functions", "function_call",
+                         "parallel_tool_calls"}
+COMPLETION_FIELDS = _COMMON | {"prompt", "echo", "best_of", "suffix"}
+
+
+def check_model(body: dict, model_name: str) -> None:
+  model = body.get("model")
+  if model is not None and model != model_name:
+    raise RequestError(404, f"model {model!r} not found; this server serves {model_name!r}",
+                       "model_not_found", "model")
+
+
+def _require_object(body) -> dict:
+  if not isinstance(body, dict):
+    raise RequestError(400, "request body must be a JSON object")
+  return body
+
+
+def _unsupported(body: dict, known: set[str]) -> None:
+  """400 naming every field this server would otherwise have to ignore."""
+  bad = sorted(set(body) - known)
+  set_to = lambda f, default: f in body and body[f] not in default
+  bad += [f for f in ("presence_penalty", "frequency_penalty") if set_to(f, (None, 0, 0.0))]
+  bad += [f for f in ("logit_bias", "tools", "functions") if set_to(f, (None, {}, []))]
+  bad += [f for f in ("tool_choice", "function_call") if set_to(f, (None, "none"))]
+  bad += [f for f in ("parallel_tool_calls", "suffix") if set_to(f, (None,))]
+  bad += [f for f in ("echo",) if set_to(f, (None, False))]
+  bad += [f for f in ("best_of",) if set_to(f, (None, 1))]
+  if body.get("response_format") not in (None, {"type": "text"}):
+    bad.append("response_format")
+  if bad:
+    raise RequestError(400, f"unsupported field(s) {', '.join(bad)}: this server cannot honour "
+                            "them (tools, structured output, penalties and logit_bias are not "
+                            "implemented)", param=bad[0])
+
+
+def _number(body: dict, field: str, default: float, lo: float, hi: float,
+            lo_open: bool = False) -> float:
+  value = body.get(field)
+  if value is None:
+    return default
+  if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    raise RequestError(400, f"{field} must be a finite number, got {value!r}", param=field)
+  if value < lo or value > hi or (lo_open and value == lo):
+    bracket = "(" if lo_open else "["
+    raise RequestError(400, f"{field} must be in {bracket}{lo}, {hi}], got {value!r}", param=field)
+  return float(value)
+
+
+def _integer(body: dict, field: str, default: int | None, lo: int, hi: int) -> int | None:
+  value = body.get(field)
+  if value is None:
+    return default
+  if isinstance(value, bool) or not isinstance(value, int):
+    raise RequestError(400, f"{field} must be an integer, got {value!r}", param=field)
+  if not lo <= value <= hi:
+    raise RequestError(400, f"{field} must be in [{lo}, {hi}], got {value}", param=field)
+  return value
+
+
+def _sampling(body: dict, limits: ServerLimits, max_tokens_field) -> SamplingParams:
+  max_tokens = _integer(body, max_tokens_field, None, 1, 2**62)
+  if max_tokens is None:
+    max_tokens = min(256, limits.max_new_tokens)
+  elif max_tokens > limits.max_new_tokens:
+    raise RequestError(400, f"{max_tokens_field}={max_tokens} exceeds this server's "
+                            f"max_new_tokens limit of {limits.max_new_tokens} (set "
+                            "limits.max_new_tokens in configs/serve.py)", param=max_tokens_field)
+  top_k = _integer(body, "top_k", 0, -1, 2**31 - 1)
+  stop = body.get("stop")
+  stop = [] if stop is None else [stop] if isinstance(stop, str) else stop
+  if (not isinstance(stop, list) or len(stop) > MAX_STOP_STRINGS
+      or not all(isinstance(s, str) and s for s in stop)):
+    raise RequestError(400, f"stop must be a non-empty string or a list of at most "
+                            f"{MAX_STOP_STRINGS} non-empty strings", param="stop")
+  return SamplingParams(
+      max_tokens=max_tokens, temperature=_number(body, "temperature", 1.0, 0.0, 2.0),
+      top_p=_number(body, "top_p", 1.0, 0.0, 1.0, lo_open=True),
+      top_k=max(0, top_k),  # -1 (vLLM's "off") and 0 both mean no top-k filter
+      stop=tuple(stop), seed=_integer(body, "seed", None, -2**63, 2**64 - 1))
+
+
+def _stream_fields(body: dict) -> tuple[bool, bool]:
+  stream = body.get("stream") or False
+  if not isinstance(stream, bool):
+    raise RequestError(400, "stream must be a boolean", param="stream")
+  options = body.get("stream_options") or {}
+  if not isinstance(options, dict) or set(options) - {"include_usage"}:
+    raise RequestError(400, "stream_options may only hold include_usage", param="stream_options")
+  if options and not stream:
+    raise RequestError(400, "stream_options needs stream=true", param="stream_options")
+  return stream, bool(options.get("include_usage"))
+
+
+def message_text(content, index: int) -> str:
+  """A message's content: a string, or a list of {"type": "text", "text": ...} parts joined."""
+  if isinstance(content, str):
+    return content
+  if isinstance(content, list) and all(isinstance(p, dict) for p in content):
+    if all(p.get("type") == "text" and isinstance(p.get("text"), str) for p in content):
+      return "".join(p["text"] for p in content)
+    kinds = sorted({str(p.get("type")) for p in content} - {"text"})
+    raise RequestError(400, f"messages[{index}].content: only text parts are supported, got "
+                            f"{kinds or 'a text part without a string text'}", param="messages")
+  raise RequestError(400, f"messages[{index}].content must be a string or a list of text parts",
+                     param="messages")
+
+
+def parse_chat(body, model_name: str, limits: ServerLimits) -> GenerationRequest:
+  """A /v1/chat/completions body -> GenerationRequest; RequestError (400/404) if invalid."""
+  body = _require_object(body)
+  check_model(body, model_name)
+  _unsupported(body, CHAT_FIELDS)
+  messages = body.get("messages")
+  if not isinstance(messages, list) or not messages:
+    raise RequestError(400, "messages must be a non-empty list", param="messages")
+  conv = []
+  for i, m in enumerate(messages):
+    if not isinstance(m, dict) or m.get("role") not in ROLES:
+      raise RequestError(400, f"messages[{i}] needs a role in {ROLES}", param="messages")
+    conv.append({"role": m["role"], "content": message_text(m.get("content"), i)})
+  max_field = "max_completion_tokens" if body.get("max_completion_tokens") is not None \
+      else "max_tokens"
+  logprobs = body.get("logprobs") or False
+  if not isinstance(logprobs, bool):
+    raise RequestError(400, "logprobs must be a boolean for chat completions", param="logprobs")
+  top = _integer(body, "top_logprobs", 0, 0, MAX_TOP_LOGPROBS)
+  if top and not logprobs:
+    raise RequestError(400, "top_logprobs needs logprobs=true", param="top_logprobs")
+  stream, usage = _stream_fields(body)
+  return GenerationRequest("chat", conv, _sampling(body, limits, max_field),
+                           n=_integer(body, "n", 1, 1, limits.max_batch), logprobs=logprobs,
+                           top_logprobs=top, stream=stream, include_usage=usage)
+
+
+def parse_completion(body, model_name: str, limits: ServerLimits) -> GenerationRequest:
+  """A /v1/completions body (one prompt string) -> GenerationRequest."""
+  body = _require_object(body)
+  check_model(body, model_name)
+  _unsupported(body, COMPLETION_FIELDS)
+  prompt = body.get("prompt")
+  if isinstance(prompt, list) and len(prompt) == 1:
+    prompt = prompt[0]
+  if not isinstance(prompt, str) or not prompt:
+    raise RequestError(400, "prompt must be one non-empty string (batches of prompts: send one "
+                            "request each)", param="prompt")
+  top = _integer(body, "logprobs", None, 0, 5)  # the legacy API: an int, up to 5 alternatives
+  stream, usage = _stream_fields(body)
+  return GenerationRequest("completion", prompt, _sampling(body, limits, "max_tokens"),
+                           n=_integer(body, "n", 1, 1, limits.max_batch),
+                           logprobs=top is not None, top_logprobs=top or 0, stream=stream,
+                           include_usage=usage)
+
+
+def parse_embeddings(body, model_name: str, limits: ServerLimits) -> tuple[list[str], str]:
+  """A /v1/embeddings body -> (input texts, encoding_format "float" | "base64")."""
+  body = _require_object(body)
+  check_model(body, model_name)
+  _unsupported(body, {"model", "input", "encoding_format", "user"})
+  encoding = body.get("encoding_format") or "float"
+  if encoding not in ("float", "base64"):
+    raise RequestError(400, "encoding_format must be 'float' or 'base64'",
+                       param="encoding_format")
+  texts = body.get("input")
+  texts = [texts] if isinstance(texts, str) else texts
+  if not isinstance(texts, list) or not texts or not all(isinstance(t, str) for t in texts):
+    raise RequestError(400, "input must be a string or a non-empty list of strings",
+                       param="input")
+  if len(texts) > limits.max_embed_inputs:
+    raise RequestError(400, f"{len(texts)} inputs exceed the max_embed_inputs limit of "
+                            f"{limits.max_embed_inputs}", param="input")
+  return texts, encoding
+
+
+def admit(request: GenerationRequest, prompt_tokens: int, limits: ServerLimits) -> None:
+  """Refuses a request whose prompt or prompt + max_tokens does not fit the limits."""
+  if prompt_tokens > limits.max_prompt_tokens:
+    raise RequestError(400, f"prompt has {prompt_tokens} tokens, over this server's "
+                            f"max_prompt_tokens limit of {limits.max_prompt_tokens}",
+                       param="messages" if request.kind == "chat" else "prompt")
+  total = prompt_tokens + request.params.max_tokens
+  if limits.context_length is not None and total > limits.context_length:
+    raise RequestError(400, f"prompt ({prompt_tokens} tokens) + max_tokens "
+                            f"({request.params.max_tokens}) = {total} exceeds the model's "
+                            f"context length of {limits.context_length}", param="max_tokens")

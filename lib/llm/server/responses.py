@@ -1,0 +1,109 @@
+"""OpenAI response bodies and stream chunks for the server's answers.
+
+Chat: `chat.completion` objects and, for `stream=true`, `chat.completion.chunk` events (a role
+delta, a content delta per choice, a final delta with `finish_reason`, then a usage-only chunk when
+`stream_options.include_usage`). Text completions: `text_completion` objects in both cases, with
+the legacy `logprobs` block. Log-probs follow the API: chat `{"content": [{"token", "logprob",
+"bytes", "top_logprobs"}]}`; completions `{"tokens", "token_logprobs", "top_logprobs",
+"text_offset"}`.
+"""
+import base64
+import time
+from typing import Callable, Iterator
+
+import numpy as np
+
+from lib.llm.server.admission import GenerationRequest
+from lib.llm.server.engine import Choice, Generation
+
+TokenText = Callable[[int], str]
+
+
+def usage(gen: Generation) -> dict:
+  total = None if None in (gen.prompt_tokens, gen.completion_tokens) else \
+      gen.prompt_tokens + gen.completion_tokens
+  return {"prompt_tokens": gen.prompt_tokens, "completion_tokens": gen.completion_tokens,
+          "total_tokens": total}
+
+
+def _entry(token_text: TokenText, token_id: int, logprob: float) -> dict:
+  text = token_text(token_id)
+  return {"token": text, "logprob": logprob, "bytes": list(text.encode("utf-8"))}
+
+
+def chat_logprobs(choice: Choice, token_text: TokenText) -> dict | None:
+  if choice.logprobs is None:
+    return None
+  return {"content": [
+      {**_entry(token_text, t, lp),
+       "top_logprobs": [_entry(token_text, a, alp) for a, alp in choice.top_logprobs[i]]}
+      for i, (t, lp) in enumerate(zip(choice.token_ids, choice.logprobs))], "refusal": None}
+
+
+def completion_logprobs(choice: Choice, token_text: TokenText) -> dict | None:
+  if choice.logprobs is None:
+    return None
+  tokens = [token_text(t) for t in choice.token_ids]
+  offsets = [sum(len(x) for x in tokens[:i]) for i in range(len(tokens))]
+  return {"tokens": tokens, "token_logprobs": choice.logprobs, "text_offset": offsets,
+          "top_logprobs": [{token_text(a): alp for a, alp in top} for top in choice.top_logprobs]}
+
+
+def _head(request_id: str, obj: str, model: str) -> dict:
+  return {"id": request_id, "object": obj, "created": int(time.time()), "model": model}
+
+
+def chat_response(request_id: str, model: str, gen: Generation, token_text: TokenText) -> dict:
+  return {**_head(f"chatcmpl-{request_id}", "chat.completion", model),
+          "choices": [{"index": i, "message": {"role": "assistant", "content": c.text},
+                       "logprobs": chat_logprobs(c, token_text),
+                       "finish_reason": c.finish_reason} for i, c in enumerate(gen.choices)],
+          "usage": usage(gen)}
+
+
+def completion_response(request_id: str, model: str, gen: Generation,
+                        token_text: TokenText) -> dict:
+  return {**_head(f"cmpl-{request_id}", "text_completion", model),
+          "choices": [{"index": i, "text": c.text, "logprobs": completion_logprobs(c, token_text),
+                       "finish_reason": c.finish_reason} for i, c in enumerate(gen.choices)],
+          "usage": usage(gen)}
+
+
+def stream_chunks(request: GenerationRequest, request_id: str, model: str, gen: Generation,
+                  token_text: TokenText) -> Iterator[dict]:
+  """The stream events for a finished generation, in the order the API sends them."""
+  with_usage = {"usage": None} if request.include_usage else {}
+  if request.kind == "chat":
+    head = _head(f"chatcmpl-{request_id}", "chat.completion.chunk", model)
+    chunk = lambda i, delta, reason=None, lp=None: {
+        **head, "choices": [{"index": i, "delta": delta, "logprobs": lp,
+                             "finish_reason": reason}], **with_usage}
+    for i, c in enumerate(gen.choices):
+      yield chunk(i, {"role": "assistant", "content": ""})
+      yield chunk(i, {"content": c.text}, lp=chat_logprobs(c, token_text))
+      yield chunk(i, {}, c.finish_reason)
+  else:
+    head = _head(f"cmpl-{request_id}", "text_completion", model)
+    for i, c in enumerate(gen.choices):
+      yield {**head, "choices": [{"index": i, "text": c.text,
+                                  "logprobs": completion_logprobs(c, token_text),
+                                  "finish_reason": None}], **with_usage}
+      yield {**head, "choices": [{"index": i, "text": "", "logprobs": None,
+                                  "finish_reason": c.finish_reason}], **with_usage}
+  if request.include_usage:
+    yield {**head, "choices": [], "usage": usage(gen)}
+
+
+def embeddings_response(model: str, vectors, prompt_tokens: int | None,
+                        encoding: str = "float") -> dict:
+  """encoding "base64": each vector as base64 of little-endian float32 (the SDK's default)."""
+  encode = ((lambda v: base64.b64encode(np.asarray(v, "<f4").tobytes()).decode())
+            if encoding == "base64" else (lambda v: np.asarray(v, np.float32).tolist()))
+  return {"object": "list", "model": model,
+          "data": [{"object": "embedding", "index": i, "embedding": encode(v)}
+                   for i, v in enumerate(vectors)],
+          "usage": {"prompt_tokens": prompt_tokens, "total_tokens": prompt_tokens}}
+
+
+def model_card(model: str, created: int) -> dict:
+  return {"id": model, "object": "model", "created": created, "owned_by": "accord"}

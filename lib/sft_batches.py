@@ -1,0 +1,126 @@
+"""SFT examples -> batches in `lib.sft`'s layout, as a function of the step index.
+
+An example is (prompt ids, target ids): the loss falls on the target (which ends with EOS).
+A batch source is `batch_at(step) -> {input_ids, attention_mask, loss_mask}` (int32 [B, T]) whose
+batch depends only on (seed, step), so a resumed run replays exactly the stream an uninterrupted
+one sees. Two layouts:
+
+  left_padded + epoch_batches   every row left-padded to one length (answers end at the last
+                                column, for `make_sft_step(target_window=K)`); each epoch a seeded
+                                permutation cut into full batches (the ragged tail is dropped)
+  length_grouped_batches        rows of very different lengths: right-padded batches drawn with
+                                replacement from one power-of-two length bucket at a time
+"""
+from typing import Callable, Sequence
+
+import numpy as np
+
+Example = tuple[Sequence[int], Sequence[int]]
+BatchSource = Callable[[int], dict]
+KEYS = ("input_ids", "attention_mask", "loss_mask")
+
+
+def left_padded(examples: Sequence[Example], pad_id: int, multiple: int = 16) -> dict:
+  """Examples -> one left-padded array set.
+
+  Args:
+    examples: (prompt ids, target ids) pairs.
+    pad_id: id written into padding positions.
+    multiple: the common length is the longest row rounded up to this.
+  Returns:
+    {input_ids, attention_mask, loss_mask}: int32 [N, T]; prompt_len, target_len: int32 [N];
+    target_window: the longest target (every loss token lies in the last target_window columns).
+  """
+  longest = max(len(p) + len(t) for p, t in examples)
+  length = -(-longest // multiple) * multiple
+  n = len(examples)
+  out = {k: np.zeros((n, length), np.int32) for k in KEYS}
+  out["input_ids"][:] = pad_id
+  for i, (p, t) in enumerate(examples):
+    seq = list(p) + list(t)
+    out["input_ids"][i, length - len(seq):] = seq
+    out["attention_mask"][i, length - len(seq):] = 1
+    out["loss_mask"][i, length - len(t):] = 1
+  out["prompt_len"] = np.array([len(p) for p, _ in examples], np.int32)
+  out["target_len"] = np.array([len(t) for _, t in examples], np.int32)
+  out["target_window"] = int(out["target_len"].max())
+  return out
+
+
+def steps_per_epoch(n_rows: int, batch: int) -> int:
+  """Full batches per epoch (the ragged tail is dropped)."""
+  if n_rows < batch:
+    raise ValueError(f"{n_rows} rows cannot fill one batch of {batch}")
+  return n_rows // batch
+
+
+def epoch_batches(arrays: dict, batch: int, seed: int) -> BatchSource:
+  """batch_at(step): batch `step % steps_per_epoch` of epoch `step // steps_per_epoch`, where
+  each epoch's row order is `default_rng([seed, epoch]).permutation(N)`.
+
+  Args:
+    arrays: {input_ids, attention_mask, loss_mask} [N, T] (e.g. from `left_padded`).
+    batch: rows per batch.
+    seed: data-order seed.
+  Returns:
+    batch_at(step) -> {input_ids, attention_mask, loss_mask} int32 [batch, T].
+  """
+  n = arrays["input_ids"].shape[0]
+  per_epoch = steps_per_epoch(n, batch)
+  orders: dict[int, np.ndarray] = {}
+
+  def batch_at(step: int) -> dict:
+    epoch, k = divmod(step, per_epoch)
+    if epoch not in orders:
+      orders.clear()            # steps run in order: one epoch's permutation is enough
+      orders[epoch] = np.random.default_rng([seed, epoch]).permutation(n)
+    idx = orders[epoch][k * batch:(k + 1) * batch]
+    return {key: arrays[key][idx] for key in KEYS}
+  return batch_at
+
+
+def length_grouped(lengths: Sequence[int], minimum: int = 64):
+  """Batch drawing for rows of very different lengths: rows are bucketed by the power of two
+  above their length (>= `minimum`); `draw(batch, rng)` picks one row uniformly, then the whole
+  batch (with replacement) from that row's bucket -> (row indices, padded length). Every bucket
+  is chosen in proportion to its size, so every row keeps the same chance per step, while short
+  rows do not pay for long ones; one compiled shape per bucket."""
+  bucket_of = [max(minimum, 1 << (int(n) - 1).bit_length()) for n in lengths]
+  members: dict = {}
+  for i, b in enumerate(bucket_of):
+    members.setdefault(b, []).append(i)
+
+  def draw(batch: int, rng: np.random.Generator):
+    length = bucket_of[int(rng.integers(len(bucket_of)))]
+    return rng.choice(members[length], batch), length
+  return draw
+
+
+def length_grouped_batches(examples: Sequence[Example], batch: int, seed: int,
+                           minimum: int = 64) -> BatchSource:
+  """batch_at(step): `batch` right-padded rows drawn by `length_grouped` with
+  `default_rng([seed, step])`.
+
+  Args:
+    examples: (prompt ids, target ids) pairs.
+    batch: rows per batch.
+    seed: data seed.
+    minimum: the smallest padded length.
+  Returns:
+    batch_at(step) -> {input_ids, attention_mask, loss_mask} int32 [batch, bucket length].
+  """
+  if not examples:
+    raise ValueError("no SFT examples to draw batches from")
+  draw = length_grouped([len(p) + len(t) for p, t in examples], minimum)
+
+  def batch_at(step: int) -> dict:
+    idx, length = draw(batch, np.random.default_rng([seed, step]))
+    out = {k: np.zeros((batch, length), np.int32) for k in KEYS}
+    for r, i in enumerate(idx):
+      p, t = examples[i]
+      n = len(p) + len(t)
+      out["input_ids"][r, :n] = list(p) + list(t)
+      out["attention_mask"][r, :n] = 1
+      out["loss_mask"][r, len(p):n] = 1
+    return out
+  return batch_at

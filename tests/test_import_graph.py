@@ -1,0 +1,157 @@
+"""The package's import graph: no cycles, no reaching into another module's private names, and
+function-local imports only for optional heavy dependencies (each with a comment saying which).
+
+The graph is read from the source with `ast` (every `import` statement, module level or inside a
+function), so a cycle that only closes at run time through a function-local import is caught too.
+"""
+import ast
+import os
+import pathlib
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+PACKAGES = ("agents", "configs", "envs", "experiments", "lib")
+
+
+def _module_name(path: pathlib.Path) -> str:
+  parts = list(path.relative_to(ROOT).with_suffix("").parts)
+  if parts[-1] == "__init__":
+    parts = parts[:-1]
+  return ".".join(parts)
+
+
+def _sources() -> dict[str, pathlib.Path]:
+  found = {"launch": ROOT / "launch.py"}
+  for package in PACKAGES:
+    for dirpath, dirnames, filenames in os.walk(ROOT / package):
+      dirnames[:] = [d for d in dirnames if d not in ("node_modules", "__pycache__")]
+      for name in filenames:
+        if name.endswith(".py"):
+          path = pathlib.Path(dirpath) / name
+          found[_module_name(path)] = path
+  return found
+
+
+SOURCES = _sources()
+
+
+def _resolve(node: ast.AST, importer: str, is_package: bool) -> list[tuple[str, str | None]]:
+  """-> [(target module, imported name or None)] for one import statement, project modules only."""
+  out = []
+  if isinstance(node, ast.Import):
+    for alias in node.names:
+      if alias.name in SOURCES:
+        out.append((alias.name, None))
+    return out
+  base = node.module or ""
+  if node.level:
+    parent = importer.split(".") if is_package else importer.split(".")[:-1]
+    parent = parent[:len(parent) - (node.level - 1)]
+    base = ".".join(parent + ([base] if base else []))
+  for alias in node.names:
+    submodule = f"{base}.{alias.name}" if base else alias.name
+    if submodule in SOURCES:
+      out.append((submodule, None))
+    elif base in SOURCES:
+      out.append((base, alias.name))
+  return out
+
+
+def _imports():
+  """-> list of (importer, target, name, function_local, lineno, has_comment)."""
+  rows = []
+  for module, path in SOURCES.items():
+    text = path.read_text()
+    lines = text.splitlines()
+    tree = ast.parse(text, filename=str(path))
+    local = set()
+    for fn in ast.walk(tree):
+      if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        local.update(id(n) for n in ast.walk(fn) if isinstance(n, (ast.Import, ast.ImportFrom)))
+    for node in ast.walk(tree):
+      if not isinstance(node, (ast.Import, ast.ImportFrom)):
+        continue
+      line = lines[node.lineno - 1]
+      before = lines[node.lineno - 2] if node.lineno >= 2 else ""
+      has_comment = "#" in line or before.strip().startswith("#")
+      is_local = id(node) in local
+      targets = _resolve(node, module, path.name == "__init__.py")
+      if not targets and is_local:
+        rows.append((module, None, None, True, node.lineno, has_comment))
+      for target, name in targets:
+        rows.append((module, target, name, is_local, node.lineno, has_comment))
+  return rows
+
+
+IMPORTS = _imports()
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+  """Strongly connected components of size > 1 (Tarjan), each a list of module names."""
+  index, low, stack, on_stack, out = {}, {}, [], set(), []
+  counter = [0]
+
+  def visit(v):
+    index[v] = low[v] = counter[0]
+    counter[0] += 1
+    stack.append(v)
+    on_stack.add(v)
+    for w in edges.get(v, ()):
+      if w not in index:
+        visit(w)
+        low[v] = min(low[v], low[w])
+      elif w in on_stack:
+        low[v] = min(low[v], index[w])
+    if low[v] == index[v]:
+      component = []
+      while True:
+        w = stack.pop()
+        on_stack.discard(w)
+        component.append(w)
+        if w == v:
+          break
+      if len(component) > 1:
+        out.append(sorted(component))
+
+  for v in sorted(edges):
+    if v not in index:
+      visit(v)
+  return out
+
+
+def test_cycle_finder_finds_a_planted_cycle():
+  assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+  assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycles():
+  edges: dict[str, set[str]] = {}
+  for importer, target, _, _, _, _ in IMPORTS:
+    if target is not None and target != importer:
+      edges.setdefault(importer, set()).add(target)
+  assert _cycles(edges) == []
+
+
+def test_no_private_names_across_modules():
+  offenders = [f"{importer}:{line} imports {target}.{name}"
+               for importer, target, name, _, line, _ in IMPORTS
+               if name is not None and name.startswith("_") and not name.startswith("__")
+               and target != importer]
+  assert offenders == []
+
+
+def test_function_local_imports_carry_a_comment():
+  """An import inside a function hides a dependency (and often a cycle). It is allowed only to
+  defer an optional heavy dependency (vLLM, torch, procgen, a JVM or Node bridge, or a project
+  module that imports one), with a comment on the line or the line above saying which."""
+  uncommented = [f"{importer}:{line}" + (f" imports {target}" if target else "")
+                 for importer, target, _, local, line, commented in IMPORTS
+                 if local and not commented and not importer.startswith("configs")]
+  assert uncommented == []
+
+
+def test_experiments_do_not_import_each_other():
+  offenders = [f"{importer}:{line} imports {target}" for importer, target, _, _, line, _ in IMPORTS
+               if importer.startswith("experiments.") and target is not None
+               and target.startswith("experiments.") and target != "experiments.registry"
+               and target != "experiments" and not target.startswith(importer + ".")]
+  assert offenders == []

@@ -208,7 +208,7 @@ def generate(graphdef, state, prompt_ids, prompt_mask, key, *, max_new_tokens: i
              eos_ids: Sequence[int] = (), pad_id: int = 0, bucket: bool = True,
              mesh: jax.sharding.Mesh | None = None, top_logprobs: int = 0,
              chunk_size: int = 0,
-             on_chunk: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
+             on_chunk: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray] | None = None
              ) -> SampleOutput:
   """Samples up to max_new_tokens per row.
 
@@ -219,7 +219,8 @@ def generate(graphdef, state, prompt_ids, prompt_mask, key, *, max_new_tokens: i
       other rows share its batch).
     top_logprobs: K > 0 also returns the K most likely tokens and log-probs at every step.
     chunk_size: > 0 decodes in jitted chunks of this many steps (one compiled program for every
-      chunk) and calls `on_chunk(lengths [B] int32, done [B] bool)` on the host between chunks;
+      chunk) and calls `on_chunk(lengths [B] int32, done [B] bool, tokens [B,N] int32)` on the
+      host between chunks (tokens so far, for streaming and stop strings);
       it returns a [B] bool mask of rows to stop now (cancelled requests, rows past their own
       token budget). A batch whose rows are all done or stopped ends at that chunk boundary.
       There is no per-token Python call either way.
@@ -267,11 +268,12 @@ def generate(graphdef, state, prompt_ids, prompt_mask, key, *, max_new_tokens: i
     stop_step = min(step + chunk_size, max_new_tokens)
     carry = _chunk_jit(graphdef, state, carry, key, temperature, top_p, jnp.int32(stop_step),
                        jnp.asarray(cancel), **static)
-    step, lengths, done = jax.device_get((carry.step, carry.lengths, carry.done))
+    step, lengths, done, tokens = jax.device_get((carry.step, carry.lengths, carry.done,
+                                                  carry.tokens))
     if step >= max_new_tokens or done.all():
       break
     if on_chunk is not None:
-      cancel = np.asarray(on_chunk(lengths, done), bool) | cancel
+      cancel = np.asarray(on_chunk(lengths, done, tokens), bool) | cancel
       if (cancel | done).all():
         break
   return _output(carry)

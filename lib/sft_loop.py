@@ -119,7 +119,7 @@ def train(apply_fn: ApplyFn, state: TrainState, tx: optax.GradientTransformation
       history.append((done, metrics["loss"]))
       train_loop.log_scalars(workdir, done, metrics, prefix)
       bar.set_postfix(loss=f"{metrics['loss']:.4f}", tok_s=f"{metrics['tokens_per_s']:.0f}")
-      logging.info("%s step %d/%d: %s", prefix, done, steps,
+      logging.info("%s step %d/%d: %s", prefix.rstrip("/"), done, steps,
                    {k: round(v, 4) for k, v in metrics.items()})
       window_t, window_tokens = now, tokens
     if done % ckpt_every == 0 or done == steps:

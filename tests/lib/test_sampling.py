@@ -215,7 +215,7 @@ def test_chunked_decode_equals_one_loop_and_top_logprobs_are_the_top_k(model):
   whole = sampling.generate(*nnx.split(model), ids, mask, jax.random.key(1), **kw)
   calls = []
   chunked = sampling.generate(*nnx.split(model), ids, mask, jax.random.key(1), chunk_size=2,
-                              on_chunk=lambda lengths, done: calls.append(lengths.copy())
+                              on_chunk=lambda lengths, done, tokens: calls.append(lengths.copy())
                               or np.zeros(3, bool), **kw)
   for a, b in zip(whole, chunked):
     np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=1e-5)
@@ -231,7 +231,8 @@ def test_cancelled_rows_stop_at_the_next_chunk_and_the_batch_ends_early(model):
   ids, mask = sampling.left_pad(_prompts([3, 5], seed=2))
   seen = []
 
-  def cancel_row_0_then_all(lengths, done):
+  def cancel_row_0_then_all(lengths, done, tokens):
+    assert tokens.shape == (2, 64)
     seen.append(lengths.tolist())
     return np.array([True, len(seen) > 1])
 

@@ -8,6 +8,7 @@ refused by name, never silently ignored; so are fields it does not know.
 """
 import dataclasses
 import math
+from typing import Callable
 
 from lib.llm.backend import ROLES, SamplingParams
 
@@ -59,6 +60,8 @@ class GenerationRequest:
   prompt: a conversation (list of {"role", "content"} dicts) for chat, a string for completions.
   n: choices, sampled as n rows of one batch. logprobs: return each token's log-prob;
   top_logprobs: and that many alternatives per token. prompt_ids: filled in by admission.
+  on_text: for streams, called as on_text(choice index, new text) between decode chunks with
+  text that is final (a prefix of the choice's text).
   """
   kind: str  # "chat" | "completion"
   prompt: list | str
@@ -69,6 +72,7 @@ class GenerationRequest:
   stream: bool = False
   include_usage: bool = False
   prompt_ids: list[int] | None = None
+  on_text: Callable[[int, str], None] | None = None
 
 
 _COMMON = {"model", "max_tokens", "temperature", "top_p", "top_k", "stop", "seed", "n", "stream",

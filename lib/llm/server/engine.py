@@ -155,6 +155,19 @@ class FlaxEngine:
           out[i] = result
     return out
 
+  def _partial_text(self, token_ids: list[int], stop: tuple[str, ...]) -> tuple[str, bool]:
+    """Text of a row still being decoded -> (the part safe to stream, whether a stop string
+    occurred). Held back: a final EOS, an incomplete UTF-8 character, and the last
+    len(longest stop string) - 1 characters, which a stop string may still claim."""
+    if token_ids and token_ids[-1] in self.eos_ids:
+      token_ids = token_ids[:-1]
+    text = self.tokenizer.decode(token_ids)
+    hits = [text.find(s) for s in stop if s in text]
+    if hits:
+      return text[:min(hits)], True
+    hold = max((len(s) for s in stop), default=1) - 1
+    return text[:len(text) - hold].rstrip("\ufffd"), False
+
   def _run(self, requests: list[GenerationRequest], stop_rows: StopRows, progress):
     start = time.perf_counter()
     rows, budgets, owners, keys = [], [], [], []
@@ -171,20 +184,34 @@ class FlaxEngine:
     keys += [keys[0]] * (padded - real)
     budgets_arr = np.asarray(budgets)
 
-    def on_chunk(lengths, done):
-      del done
+    owner = np.asarray(owners + [len(requests)] * (padded - real))
+    choice_index = [owners[:row].count(owners[row]) for row in range(real)]
+    streamed = [0] * real  # characters of each row already handed to its request's on_text
+
+    def on_chunk(lengths, done, tokens):
       progress()
-      stopped = np.asarray(stop_rows() + [True], bool)
-      owner = np.asarray(owners + [len(requests)] * (padded - real))
-      return (lengths >= budgets_arr) | stopped[owner]
+      stop = (lengths >= budgets_arr) | np.asarray(stop_rows() + [True], bool)[owner]
+      for row in range(real):
+        r = requests[owners[row]]
+        if stop[row] or (r.on_text is None and not r.params.stop):
+          continue
+        n = min(int(lengths[row]), budgets[row])
+        text, hit = self._partial_text(tokens[row, :n].tolist(), r.params.stop)
+        stop[row] |= hit  # a stop string ends the row now, not at its token budget
+        if r.on_text is not None and len(text) > streamed[row]:
+          r.on_text(choice_index[row], text[streamed[row]:])
+          streamed[row] = len(text)
+      return stop
 
     p = requests[0].params
+    # top_k >= vocabulary filters nothing; mapping it to 0 spares a compile per such value.
+    top_k = p.top_k if p.top_k < self.backend.model.config.vocab_size else 0
     ids, mask = sampling.left_pad(rows, self.pad_id)
     out = sampling.generate(
         *nnx.split(self.backend.model), ids, mask,
         jax.random.wrap_key_data(jnp.stack(keys)),
         max_new_tokens=sampling.bucket_length(max(budgets), minimum=16),
-        temperature=p.temperature, top_p=p.top_p, top_k=p.top_k, eos_ids=self.eos_ids,
+        temperature=p.temperature, top_p=p.top_p, top_k=top_k, eos_ids=self.eos_ids,
         pad_id=self.pad_id, top_logprobs=sampling_top(requests), chunk_size=self.chunk_size,
         on_chunk=on_chunk)
     tokens, logprobs, lengths, top_ids, top_lps = jax.device_get(tuple(out))

@@ -8,7 +8,8 @@ ASGI server (uvicorn/starlette) because it adds no dependency to the core instal
 is driven by one worker thread anyway, so async buys no throughput; what an ASGI stack would have
 given us is small here: socket timeouts are the handler's `timeout`, a disconnected client is
 noticed by polling its socket while the request waits (then the job is cancelled at the next
-decode chunk), and streaming is writing `text/event-stream` lines on a closing connection.
+decode chunk), and streaming is writing `text/event-stream` lines on a closing connection as the
+engine hands over text between decode chunks.
 
 Each request: auth (optional bearer key) -> body read within limits (Content-Length checked,
 JSON depth errors caught) -> admission (`admission.py`: every field validated, prompt and
@@ -21,6 +22,7 @@ import hmac
 import http.server
 import json
 import os
+import queue
 import select
 import socket
 import threading
@@ -104,7 +106,8 @@ class OpenAIServer:
   def shutdown(self, drain_s: float = 10.0) -> None:
     """Stops accepting connections, fails queued requests with 503, lets the running batch
     finish for up to `drain_s` and cancels it after that."""
-    self._httpd.shutdown()
+    if self._http_thread is not None:  # shutdown() waits for serve_forever, which must run
+      self._httpd.shutdown()
     self._httpd.server_close()
     self.worker.stop(drain_s)
 
@@ -139,7 +142,7 @@ class OpenAIServer:
     return Job("generate", request, request.n, self.limits.request_timeout_s)
 
   def answer(self, route: str, job: Job):
-    """A finished job -> the response body (or, for streams, the list of chunks)."""
+    """A finished non-stream job -> the response body."""
     if job.error is not None:
       raise job.error
     if job.kind == "embed":
@@ -147,9 +150,6 @@ class OpenAIServer:
       return responses.embeddings_response(self.model_name, job.result,
                                            self.engine.count_tokens(texts), encoding)
     request, text = job.payload, self.engine.token_text
-    if request.stream:
-      return list(responses.stream_chunks(request, job.request_id, self.model_name, job.result,
-                                          text))
     build = responses.chat_response if request.kind == "chat" else responses.completion_response
     return build(job.request_id, self.model_name, job.result, text)
 
@@ -185,17 +185,56 @@ def _make_handler(server: OpenAIServer):
       self.end_headers()
       self.wfile.write(data)
 
-    def _stream(self, chunks: list[dict]) -> None:
+    def _event(self, payload: dict | str) -> None:
+      data = payload if isinstance(payload, str) else json.dumps(payload)
+      self.wfile.write(b"data: " + data.encode() + b"\n\n")
+      self.wfile.flush()
+
+    def _stream(self, job: Job, updates: queue.Queue) -> bool:
+      """Streams a generation as it decodes: text arrives between decode chunks through
+      `updates`; the rest, the finish reasons and usage once the job is done. False when the
+      client went away (the job is then cancelled)."""
+      request = job.payload
+      fmt = responses.StreamFormat(request, job.request_id, server.model_name,
+                                   server.engine.token_text)
       self.send_response(200)
       self.send_header("Content-Type", "text/event-stream")
       self.send_header("Cache-Control", "no-cache")
       self.send_header("Connection", "close")
       self.end_headers()
       self.close_connection = True  # the stream's end is the connection's end
-      for chunk in chunks:
-        self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
-      self.wfile.write(b"data: [DONE]\n\n")
-      self.wfile.flush()
+      sent = [""] * request.n
+      try:
+        for chunk in fmt.start():
+          self._event(chunk)
+        while True:
+          finished = job.done.wait(0.05)
+          while not updates.empty():
+            i, text = updates.get()
+            sent[i] += text
+            self._event(fmt.delta(i, text))
+          if finished:
+            break
+          if _client_gone(self.connection):
+            raise ConnectionError("client went away")
+      except (ConnectionError, socket.timeout):
+        job.cancel()
+        return False
+      if isinstance(job.error, Cancelled):
+        job.error = RequestError(504, "request cancelled: over the request_timeout_s limit "
+                                      f"({server.limits.request_timeout_s}s)", "timeout")
+      if job.error is not None:  # the status line is gone: the error travels as an event
+        error = job.error if isinstance(job.error, RequestError) else RequestError(
+            500, f"generation failed (request {job.request_id}): {type(job.error).__name__}: "
+                 f"{str(job.error)[:300]}", "server_error")
+        if not isinstance(job.error, RequestError):
+          logging.error("request %s failed: %.500s", job.request_id, job.error)
+        self._event(error.body())
+      else:
+        for chunk in fmt.end(job.result, sent):
+          self._event(chunk)
+      self._event("[DONE]")
+      return True
 
     def _error(self, e: RequestError) -> None:
       headers = {}
@@ -218,24 +257,34 @@ def _make_handler(server: OpenAIServer):
         body = self._read_body()
         if route not in ("/v1/chat/completions", "/v1/completions", "/v1/embeddings"):
           raise RequestError(404, f"no route POST {self.path}", "not_found")
-        job = server.worker.submit(server.prepare(route, body))
-        if not self._wait(job):
+        prepared = server.prepare(route, body)
+        streaming = prepared.kind == "generate" and prepared.payload.stream
+        if streaming:
+          updates = queue.Queue()
+          prepared.payload.on_text = lambda i, text: updates.put((i, text))
+        job = server.worker.submit(prepared)
+        if streaming:
+          if not self._stream(job, updates):
+            status = 499  # client closed the connection
+          elif job.error is not None:
+            status = getattr(job.error, "status", 500)
+        elif not self._wait(job):
           status = 499  # client closed the connection; nothing to send
           return
-        result = server.answer(route, job)
-        if job.kind == "generate":
+        if job.done.is_set() and job.error is None and job.kind == "generate":
           tokens = f" tokens={job.result.prompt_tokens}+{job.result.completion_tokens}"
-        if isinstance(result, list):
-          self._stream(result)
-        else:
-          self._write(200, result)
+        if not streaming:
+          self._write(200, server.answer(route, job))
       except RequestError as e:
         status = e.status
         self._error(e)
       except Cancelled:
-        status = 504
-        self._error(RequestError(504, f"request cancelled after the request_timeout_s limit "
-                                      f"({server.limits.request_timeout_s}s)", "timeout"))
+        overdue = job is not None and job.should_stop() and not job.cancelled
+        status = 504 if overdue else 503
+        self._error(RequestError(504, "request cancelled: over the request_timeout_s limit "
+                                      f"({server.limits.request_timeout_s}s)", "timeout")
+                    if overdue else RequestError(503, "request cancelled: the server is "
+                                                      "stopping", "server_error", retry_after_s=5))
       except (ConnectionError, socket.timeout):
         status = 499
         self.close_connection = True

@@ -9,7 +9,7 @@ the legacy `logprobs` block. Log-probs follow the API: chat `{"content": [{"toke
 """
 import base64
 import time
-from typing import Callable, Iterator
+from typing import Callable
 
 import numpy as np
 
@@ -69,29 +69,49 @@ def completion_response(request_id: str, model: str, gen: Generation,
           "usage": usage(gen)}
 
 
-def stream_chunks(request: GenerationRequest, request_id: str, model: str, gen: Generation,
-                  token_text: TokenText) -> Iterator[dict]:
-  """The stream events for a finished generation, in the order the API sends them."""
-  with_usage = {"usage": None} if request.include_usage else {}
-  if request.kind == "chat":
-    head = _head(f"chatcmpl-{request_id}", "chat.completion.chunk", model)
-    chunk = lambda i, delta, reason=None, lp=None: {
-        **head, "choices": [{"index": i, "delta": delta, "logprobs": lp,
-                             "finish_reason": reason}], **with_usage}
+class StreamFormat:
+  """Stream events of one request: `start()` (chat: a role delta per choice), `delta(i, text)`
+  while decoding, `end(gen, sent)` (the rest of each choice's text with its log-probs, the
+  finish_reason chunks, the usage chunk when `stream_options.include_usage`)."""
+
+  def __init__(self, request: GenerationRequest, request_id: str, model: str,
+               token_text: TokenText):
+    self.request, self.token_text = request, token_text
+    self.chat = request.kind == "chat"
+    self.head = (_head(f"chatcmpl-{request_id}", "chat.completion.chunk", model) if self.chat
+                 else _head(f"cmpl-{request_id}", "text_completion", model))
+    self.with_usage = {"usage": None} if request.include_usage else {}
+
+  def _chunk(self, i: int, text: str | None, reason: str | None = None, lp=None) -> dict:
+    if self.chat:
+      delta = {} if text is None else {"content": text}
+      choice = {"index": i, "delta": delta, "logprobs": lp, "finish_reason": reason}
+    else:
+      choice = {"index": i, "text": text or "", "logprobs": lp, "finish_reason": reason}
+    return {**self.head, "choices": [choice], **self.with_usage}
+
+  def start(self) -> list[dict]:
+    if not self.chat:
+      return []
+    return [{**self.head, "choices": [{"index": i, "delta": {"role": "assistant", "content": ""},
+                                       "logprobs": None, "finish_reason": None}],
+             **self.with_usage} for i in range(self.request.n)]
+
+  def delta(self, i: int, text: str) -> dict:
+    return self._chunk(i, text)
+
+  def end(self, gen: Generation, sent: list[str]) -> list[dict]:
+    """sent[i]: the text already streamed for choice i (a prefix of its final text)."""
+    out = []
     for i, c in enumerate(gen.choices):
-      yield chunk(i, {"role": "assistant", "content": ""})
-      yield chunk(i, {"content": c.text}, lp=chat_logprobs(c, token_text))
-      yield chunk(i, {}, c.finish_reason)
-  else:
-    head = _head(f"cmpl-{request_id}", "text_completion", model)
-    for i, c in enumerate(gen.choices):
-      yield {**head, "choices": [{"index": i, "text": c.text,
-                                  "logprobs": completion_logprobs(c, token_text),
-                                  "finish_reason": None}], **with_usage}
-      yield {**head, "choices": [{"index": i, "text": "", "logprobs": None,
-                                  "finish_reason": c.finish_reason}], **with_usage}
-  if request.include_usage:
-    yield {**head, "choices": [], "usage": usage(gen)}
+      rest = c.text[len(sent[i]):] if c.text.startswith(sent[i]) else ""
+      lp = (chat_logprobs if self.chat else completion_logprobs)(c, self.token_text)
+      if rest or lp is not None:
+        out.append(self._chunk(i, rest, lp=lp))
+      out.append(self._chunk(i, None if self.chat else "", c.finish_reason))
+    if self.request.include_usage:
+      out.append({**self.head, "choices": [], "usage": usage(gen)})
+    return out
 
 
 def embeddings_response(model: str, vectors, prompt_tokens: int | None,

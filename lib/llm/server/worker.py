@@ -93,6 +93,8 @@ class ModelWorker:
     for job in queued:
       job.finish(error=RequestError(503, "server is shutting down", "server_error",
                                     retry_after_s=5))
+    if not self._thread.is_alive():  # never started, or already ended
+      return
     self._thread.join(timeout=drain_s)
     for job in list(self._running):
       job.cancel()

@@ -11,6 +11,7 @@ import urllib.request
 
 import pytest
 
+from lib.llm.backend import Backend, Completion
 from lib.llm.flax_backend import FlaxBackend
 from lib.llm.server import OpenAIServer, ServerLimits
 from lib.llm.server.admission import parse_chat
@@ -110,13 +111,16 @@ def test_good_requests_batched_with_a_bad_one_are_answered(server, monkeypatch, 
   assert request_id in caplog.text  # the failure is logged under the request's id
 
 
-def test_abandoned_generation_is_cancelled_and_the_next_request_answered(server, capfd):
+@pytest.mark.parametrize("stream", [False, True])
+def test_abandoned_generation_is_cancelled_and_the_next_request_answered(server, capfd, stream):
   body = json.dumps({"model": "accord", "messages": MSG, "max_tokens": LONG,
-                     "temperature": 0}).encode()
+                     "temperature": 0, "stream": stream}).encode()
   with socket.create_connection((server.host, server.port)) as s:
     s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
               b"\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
     wait_busy(server)
+    if stream:
+      assert s.recv(4096).startswith(b"HTTP/1.1 200")  # the stream had begun
   start = time.perf_counter()
   status, _, _ = post(server, {"messages": MSG, "max_tokens": 4}, timeout=30)
   assert status == 200 and time.perf_counter() - start < 5
@@ -205,3 +209,39 @@ def test_fifty_clients_no_errors(server):
   assert statuses == [200] * 100 and time.perf_counter() - start < 120
   status, state = health(server)
   assert status == 200 and state["queue_depth"] == 0 and not state["stuck"]
+
+
+class SlowBackend(Backend):
+  """Echoes after `delay_s`, with no progress reports in between (a batch stuck in the model)."""
+  name = "slow"
+
+  def __init__(self, delay_s):
+    super().__init__()
+    self.delay_s = delay_s
+
+  def _generate(self, conversations, params):
+    time.sleep(self.delay_s)
+    return [Completion(text="ok", input_tokens=1, output_tokens=1) for _ in conversations]
+
+
+def test_health_fails_while_the_worker_is_stuck_and_recovers():
+  limits = ServerLimits(stuck_after_s=0.3)
+  srv = OpenAIServer(SlowBackend(delay_s=1.5), "accord", limits=limits).start()
+  try:
+    assert health(srv)[0] == 200
+    reply = []
+    threading.Thread(target=lambda: reply.append(post(srv, {"messages": MSG})),
+                     daemon=True).start()
+    wait_busy(srv)
+    time.sleep(0.5)
+    status, state = health(srv)
+    assert status == 503 and state["stuck"] and state["seconds_since_progress"] > 0.3
+    deadline = time.time() + 10
+    while not reply:
+      assert time.time() < deadline
+      time.sleep(0.05)
+    assert reply[0][0] == 200 and reply[0][1]["choices"][0]["message"]["content"] == "ok"
+    status, state = health(srv)
+    assert status == 200 and not state["busy_since"] and not state["stuck"]
+  finally:
+    srv.shutdown(drain_s=0)

@@ -47,6 +47,23 @@ def test_streaming_with_usage_equals_the_plain_answer(served):
   assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == \
       plain.choices[0].finish_reason
   assert chunks[-1].usage.completion_tokens == plain.usage.completion_tokens
+  # Text arrives between decode chunks (chunk_size 4), not all at the end; a stop string is
+  # never streamed.
+  free = client.chat.completions.create(model="accord", messages=MSG, max_tokens=16,
+                                        temperature=0).choices[0].message.content
+  live = [c.choices[0].delta.content for c in client.chat.completions.create(
+      model="accord", messages=MSG, max_tokens=16, temperature=0, stream=True)
+          if c.choices and c.choices[0].delta.content]
+  assert "".join(live) == free and len(live) >= 3, live
+  stop = free[len(free) // 2:len(free) // 2 + 2]
+  cut = "".join(c.choices[0].delta.content or "" for c in client.chat.completions.create(
+      model="accord", messages=MSG, max_tokens=16, temperature=0, stream=True, stop=[stop]))
+  assert cut == free[:free.index(stop)]
+  two = list(client.chat.completions.create(model="accord", messages=MSG, max_tokens=6,
+                                            temperature=0, stream=True, n=2))
+  for index in (0, 1):
+    assert "".join(c.choices[0].delta.content or "" for c in two
+                   if c.choices[0].index == index) == text
 
 
 def test_n_choices_in_one_batch_and_seed_reproduces(served):

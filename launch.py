@@ -354,6 +354,10 @@ def main(argv) -> None:
     import jax  # pylint: disable=g-import-not-at-top  (only multi-host runs need it this early)
     jax.distributed.initialize(_COORD.value, _NPROC.value, _PID.value)
   config = _CONFIG.value
+  if "debug" not in config:  # so config.json and every summary say whether it is a debug run
+    debug = common.debug_switch(_CONFIG_SOURCE[0].get_config, _CONFIG_SOURCE[2])
+    if debug is not None:
+      config.debug = debug
   if not (_SWEEP.value or _SWEEP_PRINT.value):
     run_one(config, _WORKDIR.value)
     return

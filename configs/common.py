@@ -78,3 +78,18 @@ def parse_arg(arg: str | None, **defaults: Any) -> ml_collections.ConfigDict:
     else:
       out[key] = _convert(key, value, defaults[key])
   return ml_collections.ConfigDict(out)
+
+
+def debug_switch(get_config, arg: str | None) -> bool | None:
+  """The value of the `:debug` arg that a config file's `get_config(arg)` parses.
+
+  Args:
+    get_config: the config file's `get_config`.
+    arg: the `:key=value` string given to it (None: none given).
+  Returns:
+    The parsed `debug` (its default when `arg` does not set it), or None when the config
+    declares no `debug` arg.
+  """
+  with record_arg_defaults() as defaults:
+    get_config(arg) if arg is not None else get_config()  # pylint: disable=expression-not-assigned
+  return bool(parse_arg(arg, **defaults).debug) if "debug" in defaults else None

@@ -8,6 +8,11 @@ Damage never costs valid rows: a torn final line left by a kill (no trailing new
 with a warning; a bad line anywhere else (not JSON, not a JSON object, or lacking a key field) is
 moved with its line number to `results.rejected.jsonl` beside the file, and the file is rewritten
 atomically (temporary file, fsync, rename) with every valid row in its original order.
+
+Summaries: `write_summary` writes `summary.json` as strict JSON (NaN/inf -> null, numpy values
+made plain; `"debug": true/false` when the run has a debug switch) and `summary.md`, whose title
+says "(debug run)" for debug runs; `markdown_table` prints `–` for empty/None/NaN cells and splits
+tables wider than ten columns into several that repeat the key column(s).
 """
 import json
 import math
@@ -150,37 +155,121 @@ def _jsonable(x: Any) -> Any:
   raise TypeError(f"not JSON serialisable: {type(x).__name__}")
 
 
+def strict_json(x: Any) -> Any:
+  """`x` with NaN/inf floats replaced by None and numpy/jax values made plain Python, recursively.
+
+  Args:
+    x: a JSON-like value (dicts, lists, tuples, scalars, numpy/jax scalars and arrays).
+  Returns:
+    The same structure, serialisable with `json.dumps(..., allow_nan=False)`; tuples become
+    lists and dict keys strings.
+  """
+  if isinstance(x, dict):
+    return {str(k): strict_json(v) for k, v in x.items()}
+  if isinstance(x, (list, tuple)):
+    return [strict_json(v) for v in x]
+  if isinstance(x, (str, bool, int)) or x is None:
+    return x
+  if isinstance(x, float):
+    return x if math.isfinite(x) else None
+  return strict_json(_jsonable(x))   # numpy/jax scalar or array -> Python, then recurse
+
+
+EMPTY_CELL = "–"
+
+
 def _cell(v: Any) -> str:
+  if hasattr(v, "item") and not isinstance(v, (str, bytes)):
+    v = v.item() if getattr(v, "ndim", 0) == 0 else v
+  if v is None or (isinstance(v, str) and v.strip() in ("", "-")):
+    return EMPTY_CELL
+  if isinstance(v, bool):
+    return str(v)
   if isinstance(v, float):
-    return "nan" if math.isnan(v) else f"{v:.4g}"
-  return str(v).replace("|", "\\|")
+    if math.isnan(v):
+      return EMPTY_CELL
+    return f"{v:.4g}" if math.isfinite(v) else ("∞" if v > 0 else "-∞")
+  return str(v).replace("|", "\\|").replace("\n", " ")
 
 
-def markdown_table(table: Iterable[dict]) -> str:
-  """Renders rows as a GitHub markdown table; columns in first-seen order."""
+def markdown_table(table: Iterable[dict], key: Sequence[str] | None = None,
+                   max_columns: int = 10) -> str:
+  """Renders rows as GitHub markdown tables a person can read on one screen.
+
+  Columns come in first-seen order. Empty, None and NaN cells print as `–`. A table with more
+  than `max_columns` columns is split into several tables of at most `max_columns` columns that
+  each repeat the key column(s), so every row can still be told apart.
+
+  Args:
+    table: the rows (dicts); a missing field is an empty cell.
+    key: the columns that identify a row, repeated in every part of a split table; default the
+      first column.
+    max_columns: the widest table printed, key columns included.
+  Returns:
+    The markdown text (tables separated by a blank line), or "(no rows)\\n".
+  """
   rows = list(table)
   if not rows:
     return "(no rows)\n"
   cols: list[str] = []
   for r in rows:
     cols += [c for c in r if c not in cols]
-  lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-  lines += ["| " + " | ".join(_cell(r.get(c, "")) for c in cols) + " |" for r in rows]
-  return "\n".join(lines) + "\n"
+  key_cols = [c for c in (key if key is not None else cols[:1]) if c in cols]
+  rest = [c for c in cols if c not in key_cols]
+  width = max(1, max_columns - len(key_cols))
+  parts = [rest[i:i + width] for i in range(0, len(rest), width)] or [[]]
+  blocks = []
+  for part in parts:
+    shown = key_cols + part
+    lines = ["| " + " | ".join(_cell(c) for c in shown) + " |", "|" + "---|" * len(shown)]
+    lines += ["| " + " | ".join(_cell(r.get(c)) for c in shown) + " |" for r in rows]
+    blocks.append("\n".join(lines) + "\n")
+  return "\n".join(blocks)
+
+
+def _debug_of_run(workdir: str) -> bool | None:
+  """The `debug` field of the run's resolved config (`<workdir>/config.json`), if it has one."""
+  try:
+    with open(os.path.join(workdir, "config.json"), encoding="utf-8") as f:
+      debug = json.load(f).get("debug")
+  except (OSError, ValueError, AttributeError):
+    return None
+  return debug if isinstance(debug, bool) else None
 
 
 def write_summary(workdir: str, summary: dict, table: Iterable[dict] = (),
-                  title: str = "Summary", notes: str = "") -> str:
-  """Writes summary.json and summary.md (title, notes, markdown table); returns the md path."""
+                  title: str = "Summary", notes: str = "", debug: bool | None = None,
+                  key: Sequence[str] | None = None) -> str:
+  """Writes summary.json (strict JSON) and summary.md (title, notes, markdown table).
+
+  Args:
+    workdir: the run directory.
+    summary: the run's headline numbers; NaN/inf are written as null.
+    table: the main table's rows (summary.json "table", and the table of summary.md).
+    title: summary.md's heading; " (debug run)" is appended for a debug run.
+    notes: markdown between the title and the table.
+    debug: whether the run used its config's debug switch; None reads the `debug` field of
+      `<workdir>/config.json` (launch.py writes it), and leaves the run unlabelled without one.
+    key: the table's key columns for `markdown_table`.
+  Returns:
+    The path of summary.md.
+  """
   os.makedirs(workdir, exist_ok=True)
   table = list(table)
+  if debug is None:
+    debug = _debug_of_run(workdir)
+  payload = {"summary": summary, "table": table}
+  if debug is not None:
+    payload["debug"] = bool(debug)
   with open(os.path.join(workdir, "summary.json"), "w", encoding="utf-8") as f:
-    json.dump({"summary": summary, "table": table}, f, indent=2, sort_keys=True,
-              default=_jsonable)
-  md = f"# {title}\n\n"
+    json.dump(strict_json(payload), f, indent=2, sort_keys=True, allow_nan=False)
+  md = f"# {title}{' (debug run)' if debug else ''}\n\n"
+  if debug:
+    md += ("_Debug run: the config's `debug` switch shrank it to seconds; the numbers check the "
+           "mechanics, they are not results._\n\n")
   if notes:
     md += notes.strip() + "\n\n"
-  md += markdown_table(table)
+  md += markdown_table(table, key=key)
   path = os.path.join(workdir, "summary.md")
   with open(path, "w", encoding="utf-8") as f:
     f.write(md)

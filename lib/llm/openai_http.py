@@ -7,8 +7,8 @@ the server closed while idle is reopened once at no retry cost). `stream=True` a
 server-sent events (`stream_options.include_usage`) and assembles the reply from the chunks. Each
 request is retried on 408, 429, any 5xx, connection errors and timeouts, with exponential backoff
 and jitter (`Retry-After` honoured, capped at `backoff_max_s`); other 4xx are the client's fault
-and are not retried. A request that still fails comes back as a failed `Completion` (`http_<status>`,
-`connection`, `timeout`, `bad_response`), never as an exception.
+and are not retried. A request that still fails comes back as a failed `Completion`
+(`http_<status>`, `connection`, `timeout`, `bad_response`), never as an exception.
 
 The API key is read from the environment variable named by `api_key_env` (empty name: no key,
 e.g. a local server). It lives only in the Authorization header: it is kept out of `repr`, logs,

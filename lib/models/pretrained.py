@@ -34,14 +34,14 @@ def load_pretrained(path, dtype="float32", mesh: jax.sharding.Mesh | None = None
 
   Returns:
     (model, config): a `Qwen` + `QwenConfig` or a `Qwen35` + `Qwen35Config`. A
-    `safetensors_io.CheckpointError` (a ValueError) names the file and field of any problem: an
+    `safetensors_io.WeightsError` (a ValueError) names the file and field of any problem: an
     absent or corrupt file, a missing config field, a config that contradicts the weights, or the
     full list of missing, unexpected and mis-shaped tensors.
   """
   config_file = Path(path) / safetensors_io.CONFIG_FILE
   model_type = safetensors_io.read_json(config_file).get("model_type")
   if model_type not in LOADERS:
-    raise safetensors_io.CheckpointError(
+    raise safetensors_io.WeightsError(
         f"{config_file}: model_type {model_type!r} is not one of {sorted(LOADERS)}")
   return LOADERS[model_type](path, dtype, mesh)
 

@@ -2,12 +2,12 @@
 
 Files: `config.json` plus `model.safetensors` or a sharded `model.safetensors.index.json`, local
 only. Every problem with them (absent, unreadable, truncated, malformed JSON, a missing field) is a
-`CheckpointError` whose message starts with the offending file's path.
+`WeightsError` whose message starts with the offending file's path.
 
 Key tables (tunix style): each family's `params.py` lists (HF key, our parameter path, layout) rows,
 `{i}` standing for a layer index and `{p}` for a projection name. `load_params` maps every tensor
 through the table: `nnx.eval_shape` model -> file headers -> keys and layouts -> shapes checked
-against the abstract model (one `CheckpointError` lists every missing, unexpected and mis-shaped
+against the abstract model (one `WeightsError` lists every missing, unexpected and mis-shaped
 key) -> tensors read, converted, cast and placed -> `nnx.merge`. `save_params` runs the table
 backwards.
 """
@@ -33,22 +33,22 @@ SINGLE_FILE = "model.safetensors"
 INDEX_FILE = "model.safetensors.index.json"
 
 
-class CheckpointError(ValueError):
+class WeightsError(ValueError):
   """A checkpoint directory that cannot be read, or whose config.json contradicts its weights; the
   message names the file (and the field or tensor) at fault."""
 
 
 @contextlib.contextmanager
 def _reading(file: Path):
-  """Turns the errors of reading `file` into a CheckpointError that names it."""
+  """Turns the errors of reading `file` into a WeightsError that names it."""
   try:
     yield
   except FileNotFoundError as err:
-    raise CheckpointError(f"{file}: no such file") from err
+    raise WeightsError(f"{file}: no such file") from err
   except (OSError, safetensors.SafetensorError) as err:
-    raise CheckpointError(f"{file}: cannot read ({err})") from err
+    raise WeightsError(f"{file}: cannot read ({err})") from err
   except json.JSONDecodeError as err:
-    raise CheckpointError(f"{file}: not valid JSON ({err})") from err
+    raise WeightsError(f"{file}: not valid JSON ({err})") from err
 
 
 def read_json(file: Path) -> dict:
@@ -58,12 +58,12 @@ def read_json(file: Path) -> dict:
     file: e.g. `<dir>/config.json`.
 
   Returns:
-    The parsed dict; a CheckpointError naming the file if it is absent, not JSON or not an object.
+    The parsed dict; a WeightsError naming the file if it is absent, not JSON or not an object.
   """
   with _reading(file):
     value = json.loads(Path(file).read_text())
   if not isinstance(value, dict):
-    raise CheckpointError(f"{file}: expected a JSON object, got {type(value).__name__}")
+    raise WeightsError(f"{file}: expected a JSON object, got {type(value).__name__}")
   return value
 
 
@@ -75,7 +75,7 @@ def read_config(path, parse: Callable[[dict], object]) -> tuple[object, dict]:
     parse: e.g. `QwenConfig.from_hf`; its ValueErrors name the field at fault.
 
   Returns:
-    (parsed config, the raw dict). Every error is a CheckpointError that starts with the file's
+    (parsed config, the raw dict). Every error is a WeightsError that starts with the file's
     path: `<path>/config.json: missing field 'hidden_size'`.
   """
   file = Path(path) / CONFIG_FILE
@@ -83,7 +83,7 @@ def read_config(path, parse: Callable[[dict], object]) -> tuple[object, dict]:
   try:
     return parse(raw), raw
   except (ValueError, TypeError) as err:
-    raise CheckpointError(f"{file}: {err}") from err
+    raise WeightsError(f"{file}: {err}") from err
 
 
 def weights_source(path: Path) -> Path:
@@ -94,8 +94,8 @@ def weights_source(path: Path) -> Path:
   if (path / SINGLE_FILE).exists():
     return path / SINGLE_FILE
   if not path.is_dir():
-    raise CheckpointError(f"{path}: no such directory")
-  raise CheckpointError(f"{path}: holds neither {SINGLE_FILE} nor {INDEX_FILE}")
+    raise WeightsError(f"{path}: no such directory")
+  raise WeightsError(f"{path}: holds neither {SINGLE_FILE} nor {INDEX_FILE}")
 
 
 def weight_files(path: Path) -> list[Path]:
@@ -105,18 +105,18 @@ def weight_files(path: Path) -> list[Path]:
     path: a directory holding `model.safetensors` or `model.safetensors.index.json` + shards.
 
   Returns:
-    The file paths; a CheckpointError names an index without `weight_map` or a missing shard.
+    The file paths; a WeightsError names an index without `weight_map` or a missing shard.
   """
   source = weights_source(path)
   if source.name == SINGLE_FILE:
     return [source]
   weight_map = read_json(source).get("weight_map")
   if not isinstance(weight_map, dict):
-    raise CheckpointError(f"{source}: missing field 'weight_map'")
+    raise WeightsError(f"{source}: missing field 'weight_map'")
   files = [source.parent / name for name in sorted(set(weight_map.values()))]
   for file in files:
     if not file.exists():
-      raise CheckpointError(f"{source}: weight_map names {file.name}, which does not exist")
+      raise WeightsError(f"{source}: weight_map names {file.name}, which does not exist")
   return files
 
 
@@ -265,10 +265,10 @@ def load_params(path, abstract_model: nnx.Module, table: KeyTable, *, dtype, mes
     mesh: if given, each tensor goes straight onto its sharding (`lib.models.sharding`).
     rename: see `locate_tensors`.
     check: `{our key: TensorRef} -> {our key: TensorRef}`, run on the headers before any tensor is
-      read; raises CheckpointError where config.json contradicts the weights, may drop entries.
+      read; raises WeightsError where config.json contradicts the weights, may drop entries.
 
   Returns:
-    The concrete model. Raises one CheckpointError listing every missing, unexpected and
+    The concrete model. Raises one WeightsError listing every missing, unexpected and
     mis-shaped tensor.
   """
   path = Path(path)
@@ -298,7 +298,7 @@ def load_params(path, abstract_model: nnx.Module, table: KeyTable, *, dtype, mes
     lines += [f"  missing: {k}" for k in missing]
     lines += [f"  unexpected: {k}" for k in unexpected]
     lines += [f"  shape mismatch: {m}" for m in mismatched]
-    raise CheckpointError("\n".join(lines))
+    raise WeightsError("\n".join(lines))
   shardings = {}
   if mesh is not None:
     named = flat_params(sharding_lib.param_shardings(state, mesh))

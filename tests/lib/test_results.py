@@ -91,3 +91,54 @@ def test_clean_file_is_not_rewritten(tmp_path):
   ResultsLog(str(tmp_path), key=("k",)).close()
   assert os.stat(path).st_ino == before
   assert not os.path.exists(tmp_path / "results.rejected.jsonl")
+
+
+def test_summary_json_is_strict_json(tmp_path):
+  import numpy as np
+  summary = {"mean": float("nan"), "best": float("inf"), "n": np.int64(3),
+             "nested": [{"x": np.float32(float("nan")), "y": np.float64(0.25)}, (1, np.nan)]}
+  write_summary(str(tmp_path), summary, [{"cond": "a", "succ": float("nan")}])
+  text = (tmp_path / "summary.json").read_text()
+  data = json.loads(text, parse_constant=lambda c: pytest.fail(f"bare {c} in summary.json"))
+  assert data["summary"] == {"mean": None, "best": None, "n": 3,
+                             "nested": [{"x": None, "y": 0.25}, [1, None]]}
+  assert data["table"] == [{"cond": "a", "succ": None}]
+
+
+def test_markdown_empty_cells_print_a_dash(tmp_path):
+  md = markdown_table([{"cond": "a", "succ": float("nan"), "ci": "", "p": None},
+                       {"cond": "b", "succ": 0.5, "ci": "-", "p": 0.01, "extra": 1}])
+  assert "nan" not in md and "None" not in md
+  assert "| a | – | – | – | – |" in md
+  assert "| b | 0.5 | – | 0.01 | 1 |" in md
+
+
+def test_wide_tables_split_and_repeat_the_key_column():
+  row = {"condition": "dsl", **{f"metric_{i}": i for i in range(23)}}
+  md = markdown_table([row, {**row, "condition": "rule"}])
+  tables = md.strip().split("\n\n")
+  assert len(tables) == 3                                    # 1 key + 23 metrics, 10 wide
+  for t in tables:
+    header = t.splitlines()[0].strip("| ").split(" | ")
+    assert header[0] == "condition" and len(header) <= 10
+    assert "| rule |" in t
+  shown = [c for t in tables for c in t.splitlines()[0].strip("| ").split(" | ")[1:]]
+  assert shown == [f"metric_{i}" for i in range(23)]
+  two_keys = markdown_table([{"env": "a", "cond": "b", **row}], key=("env", "cond"), max_columns=6)
+  assert all(t.startswith("| env | cond |") for t in two_keys.strip().split("\n\n"))
+
+
+def test_debug_runs_are_labelled(tmp_path):
+  write_summary(str(tmp_path / "dbg"), {"n": 1}, [], title="T", debug=True)
+  assert (tmp_path / "dbg" / "summary.md").read_text().startswith("# T (debug run)\n")
+  assert json.loads((tmp_path / "dbg" / "summary.json").read_text())["debug"] is True
+  write_summary(str(tmp_path / "full"), {"n": 1}, [], title="T", debug=False)
+  assert (tmp_path / "full" / "summary.md").read_text().startswith("# T\n")
+  assert json.loads((tmp_path / "full" / "summary.json").read_text())["debug"] is False
+  # Without an explicit flag the run's resolved config (launch.py's config.json) decides.
+  (tmp_path / "run").mkdir()
+  (tmp_path / "run" / "config.json").write_text('{"debug": true, "seed": 0}')
+  write_summary(str(tmp_path / "run"), {"n": 1}, [], title="T")
+  assert "(debug run)" in (tmp_path / "run" / "summary.md").read_text()
+  write_summary(str(tmp_path / "bare"), {"n": 1}, [], title="T")     # no debug switch at all
+  assert "debug" not in json.loads((tmp_path / "bare" / "summary.json").read_text())

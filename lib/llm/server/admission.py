@@ -188,7 +188,17 @@ def message_text(content, index: int) -> str:
 
 
 def parse_chat(body, model_name: str, limits: ServerLimits) -> GenerationRequest:
-  """A /v1/chat/completions body -> GenerationRequest; RequestError (400/404) if invalid."""
+  """Validates a /v1/chat/completions body.
+
+  Args:
+    body: the decoded JSON.
+    model_name: the served model's id (a body naming another gets 404).
+    limits: max_new_tokens and max_batch (the largest n) apply here.
+  Returns:
+    GenerationRequest of kind "chat" (prompt_ids not yet set).
+  Raises:
+    RequestError: 400 naming the field or limit, 404 for another model.
+  """
   body = _require_object(body)
   check_model(body, model_name)
   _unsupported(body, CHAT_FIELDS)
@@ -215,7 +225,11 @@ def parse_chat(body, model_name: str, limits: ServerLimits) -> GenerationRequest
 
 
 def parse_completion(body, model_name: str, limits: ServerLimits) -> GenerationRequest:
-  """A /v1/completions body (one prompt string) -> GenerationRequest."""
+  """Validates a /v1/completions body (one prompt string); as `parse_chat`.
+
+  Returns:
+    GenerationRequest of kind "completion"; legacy `logprobs=K` becomes top_logprobs K.
+  """
   body = _require_object(body)
   check_model(body, model_name)
   _unsupported(body, COMPLETION_FIELDS)
@@ -254,7 +268,15 @@ def parse_embeddings(body, model_name: str, limits: ServerLimits) -> tuple[list[
 
 
 def admit(request: GenerationRequest, prompt_tokens: int, limits: ServerLimits) -> None:
-  """Refuses a request whose prompt or prompt + max_tokens does not fit the limits."""
+  """Refuses a request whose prompt or prompt + max_tokens does not fit.
+
+  Args:
+    request: a parsed request.
+    prompt_tokens: its prompt's length in tokens.
+    limits: max_prompt_tokens and context_length apply here.
+  Raises:
+    RequestError: 400 naming the limit.
+  """
   if prompt_tokens > limits.max_prompt_tokens:
     raise RequestError(400, f"prompt has {prompt_tokens} tokens, over this server's "
                             f"max_prompt_tokens limit of {limits.max_prompt_tokens}",

@@ -75,8 +75,16 @@ class Engine(Protocol):
 
 
 def generate_isolated(run_batch, requests: list, stop_rows: StopRows) -> list:
-  """run_batch(indices) over all requests; if it raises, each request again alone, so a request
-  that fails takes only itself down."""
+  """Runs a batch so that a request that fails takes only itself down.
+
+  Args:
+    run_batch: indices into `requests` -> one answer per index; may raise.
+    requests: the batch.
+    stop_rows: per request, whether it was cancelled (skipped when retried alone).
+  Returns:
+    One answer or Exception per request: run_batch over all of them, or, if that raised, over
+    each request alone.
+  """
   try:
     return run_batch(list(range(len(requests))))
   except Exception as e:  # pylint: disable=broad-except
@@ -139,6 +147,15 @@ class FlaxEngine:
     return jax.random.fold_in(self._fresh, next(self._counter))
 
   def generate(self, requests, stop_rows, progress):
+    """Answers admitted requests (prompt_ids set).
+
+    Args:
+      requests: GenerationRequests.
+      stop_rows: () -> per request, whether to drop it now (checked between decode chunks).
+      progress: called between decode chunks (the worker's heartbeat).
+    Returns:
+      Per request a Generation, Cancelled, or the Exception that failed it alone.
+    """
     # Requests share a sampler call when their traced/static sampling settings agree.
     groups: dict[tuple, list[int]] = {}
     for i, r in enumerate(requests):
@@ -212,7 +229,7 @@ class FlaxEngine:
         jax.random.wrap_key_data(jnp.stack(keys)),
         max_new_tokens=sampling.bucket_length(max(budgets), minimum=16),
         temperature=p.temperature, top_p=p.top_p, top_k=top_k, eos_ids=self.eos_ids,
-        pad_id=self.pad_id, top_logprobs=sampling_top(requests), chunk_size=self.chunk_size,
+        pad_id=self.pad_id, top_logprobs=_sampling_top(requests), chunk_size=self.chunk_size,
         on_chunk=on_chunk)
     tokens, logprobs, lengths, top_ids, top_lps = jax.device_get(tuple(out))
     stopped = stop_rows()
@@ -237,7 +254,7 @@ class FlaxEngine:
     return [Cancelled() if s else a for a, s in zip(answers, stopped)]
 
 
-def sampling_top(requests: list[GenerationRequest]) -> int:
+def _sampling_top(requests: list[GenerationRequest]) -> int:
   """Top log-probs the sampler keeps: 0, or the API's maximum (one compiled program for any K)."""
   return MAX_TOP_LOGPROBS if any(r.top_logprobs for r in requests) else 0
 
@@ -303,7 +320,16 @@ class BackendEngine:
 
 
 def make_engine(backend: Backend, chunk_size: int = 16, max_batch: int = 32) -> Engine:
-  """FlaxEngine for a FlaxBackend (cancellable, log-probs), else BackendEngine."""
+  """The engine for `backend`.
+
+  Args:
+    backend: a FlaxBackend gets FlaxEngine (chunked, cancellable, log-probs); any other
+      Backend gets BackendEngine.
+    chunk_size: decode steps between cancellation checks (FlaxEngine).
+    max_batch: rows per sampler call (FlaxEngine).
+  Returns:
+    An Engine.
+  """
   if isinstance(backend, FlaxBackend):
     return FlaxEngine(backend, chunk_size=chunk_size, max_batch=max_batch)
   return BackendEngine(backend)

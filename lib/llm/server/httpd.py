@@ -112,6 +112,7 @@ class OpenAIServer:
     self.worker.stop(drain_s)
 
   def health(self) -> tuple[int, dict]:
+    """-> (200 or 503 when the worker is dead or stuck, the worker's state for /health)."""
     state = self.worker.health()
     ok = state["alive"] and not state["stuck"]
     return (200 if ok else 503), {"status": "ok" if ok else "unhealthy",
@@ -126,7 +127,16 @@ class OpenAIServer:
     return hmac.compare_digest((header or "").encode(), expected)
 
   def prepare(self, route: str, body) -> Job:
-    """A parsed body -> an admitted Job (RequestError when refused)."""
+    """Validates and admits a request.
+
+    Args:
+      route: "/v1/chat/completions", "/v1/completions" or "/v1/embeddings".
+      body: the decoded JSON body.
+    Returns:
+      A Job for the worker (prompt tokenised and checked against the limits).
+    Raises:
+      RequestError: the 4xx to answer with.
+    """
     if route == "/v1/embeddings":
       return Job("embed", parse_embeddings(body, self.model_name, self.limits), 1,
                  self.limits.request_timeout_s)

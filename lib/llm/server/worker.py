@@ -61,6 +61,7 @@ class ModelWorker:
     self._thread.start()
 
   def submit(self, job: Job) -> Job:
+    """Queues `job` (RequestError 503 with Retry-After when the queue is full or stopping)."""
     with self._cond:
       if self._stopping:
         raise RequestError(503, "server is shutting down", "server_error", retry_after_s=5)
@@ -73,6 +74,8 @@ class ModelWorker:
     return job
 
   def health(self) -> dict:
+    """queue_depth, running_rows, busy_since (epoch s or None), seconds_since_progress, stuck,
+    alive, batches (engine calls) and requests (generation jobs answered in them)."""
     with self._cond:
       depth, running = len(self._queue), sum(j.rows for j in self._running)
     busy = self.busy_since is not None

@@ -7,7 +7,7 @@ tensor of `model.safetensors` (or of a sharded index) through `TABLE`, transposi
 Before any tensor is read, `decoder_check` holds config.json to what the weights say (shared with
 Qwen3.5, whose model is a `Qwen` with another layer stack): `tie_word_embeddings` against the
 presence of `lm_head.weight`, `vocab_size` against the embedding's rows, `num_hidden_layers`
-against the layer indices. A contradiction is a `CheckpointError` naming config.json and the field.
+against the layer indices. A contradiction is a `WeightsError` naming config.json and the field.
 """
 import re
 from pathlib import Path
@@ -17,7 +17,7 @@ import numpy as np
 from flax import nnx
 
 from lib.models import safetensors_io
-from lib.models.safetensors_io import AS_IS, CONFIG_FILE, TRANSPOSED, CheckpointError, KeyTable
+from lib.models.safetensors_io import AS_IS, CONFIG_FILE, TRANSPOSED, WeightsError, KeyTable
 from lib.models.qwen.config import QwenConfig
 from lib.models.qwen.model import Qwen
 
@@ -57,7 +57,7 @@ def decoder_check(config, path, field_prefix: str = ""):
     field_prefix: where the decoder's fields sit in config.json ("text_config." when nested).
 
   Returns:
-    `{our key: TensorRef} -> {our key: TensorRef}`: raises a CheckpointError naming config.json and
+    `{our key: TensorRef} -> {our key: TensorRef}`: raises a WeightsError naming config.json and
     the field that the weights contradict; drops an `lm_head.weight` that a tied checkpoint stores
     as an exact copy of the embedding (the same matrix twice changes nothing).
   """
@@ -67,23 +67,23 @@ def decoder_check(config, path, field_prefix: str = ""):
     embed, head = found.get("embed"), found.get("lm_head.kernel")
     weights = safetensors_io.weights_source(path)
     if embed is not None and embed.shape[0] != config.vocab_size:
-      raise CheckpointError(
+      raise WeightsError(
           f"{config_file}: {field_prefix}vocab_size is {config.vocab_size}, but {embed.file} "
           f"stores {embed.key} with {embed.shape[0]} rows")
     layers = {int(m.group(1)) for k in found if (m := _LAYER_INDEX.match(k))}
     if layers and layers != set(range(config.num_layers)):
-      raise CheckpointError(
+      raise WeightsError(
           f"{config_file}: {field_prefix}num_hidden_layers is {config.num_layers}, but {weights} "
           f"holds {len(layers)} layers ({_index_ranges(layers)})")
     if config.tie_word_embeddings and head is not None:
       if embed is not None and not np.array_equal(np.asarray(head.read()),
                                                    np.asarray(embed.read())):
-        raise CheckpointError(
+        raise WeightsError(
             f"{config_file}: tie_word_embeddings is true, but {head.file} stores a {head.key} "
             f"that differs from {embed.key} (set tie_word_embeddings to false to use it)")
       found = {k: v for k, v in found.items() if k != "lm_head.kernel"}
     if not config.tie_word_embeddings and head is None:
-      raise CheckpointError(
+      raise WeightsError(
           f"{config_file}: tie_word_embeddings is false, but {weights} has no lm_head.weight "
           f"(set tie_word_embeddings to true to reuse the input embedding)")
     return found
@@ -107,7 +107,7 @@ def load_qwen(path, dtype="float32", mesh=None) -> tuple[Qwen, QwenConfig]:
     mesh: if given, each tensor is placed straight onto its sharding (`lib.sharding.make_mesh`).
 
   Returns:
-    (Qwen, QwenConfig). File, config and weight problems raise `CheckpointError`.
+    (Qwen, QwenConfig). File, config and weight problems raise `WeightsError`.
   """
   config, _ = safetensors_io.read_config(path, QwenConfig.from_hf)
   dtype = jnp.dtype(dtype)

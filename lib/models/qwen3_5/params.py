@@ -79,7 +79,7 @@ def load_qwen3_5(path, dtype="float32", mesh=None) -> tuple[Qwen35, Qwen35Config
 
   Returns:
     (Qwen35, Qwen35Config). File, config and weight problems raise
-    `safetensors_io.CheckpointError`.
+    `safetensors_io.WeightsError`.
   """
   config, raw = safetensors_io.read_config(path, Qwen35Config.from_hf)
   nested = "text_config." if raw.get("model_type") == "qwen3_5" else ""

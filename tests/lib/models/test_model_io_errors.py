@@ -37,7 +37,7 @@ def _edit_weights(path, edit):
 
 
 def _load_error(path) -> str:
-  with pytest.raises(models.CheckpointError) as err:
+  with pytest.raises(models.WeightsError) as err:
     models.load_pretrained(path)
   assert isinstance(err.value, ValueError)  # callers that catch ValueError keep working
   return str(err.value)

@@ -357,7 +357,8 @@ def main(argv) -> None:
   if "debug" not in config:  # so config.json and every summary say whether it is a debug run
     debug = common.debug_switch(_CONFIG_SOURCE[0].get_config, _CONFIG_SOURCE[2])
     if debug is not None:
-      config.debug = debug
+      with config.unlocked():
+        config.debug = debug
   if not (_SWEEP.value or _SWEEP_PRINT.value):
     run_one(config, _WORKDIR.value)
     return

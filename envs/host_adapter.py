@@ -1,6 +1,6 @@
 """A JAX env behind the host-loop API, optionally shown as text to a language agent.
 
-Host-loop envs (STYLE.md) follow `reset(seed) -> (obs, info)` and `step(action) -> (obs, reward,
+Host-loop envs (CONTRIBUTING.md) follow `reset(seed) -> (obs, info)` and `step(action) -> (obs, reward,
 terminated, truncated, info)`. `JaxEnvAdapter` runs one instance of a gymnax-style env that way
 (one unbatched state on the host, jitted reset/step) and exposes the current `state` to agents and
 comparators that read ground truth. Every user of a JAX env in a host loop goes through it: the

@@ -265,8 +265,8 @@ def write_summary(workdir: str, summary: dict, table: Iterable[dict] = (),
     json.dump(strict_json(payload), f, indent=2, sort_keys=True, allow_nan=False)
   md = f"# {title}{' (debug run)' if debug else ''}\n\n"
   if debug:
-    md += ("_Debug run: the config's `debug` switch shrank it to seconds; the numbers check the "
-           "mechanics, they are not results._\n\n")
+    md += ("_Debug run: the config's `debug` switch shrinks data, training and evaluation; the "
+           "numbers check the mechanics, not the method._\n\n")
   if notes:
     md += notes.strip() + "\n\n"
   md += markdown_table(table, key=key)

@@ -67,6 +67,3 @@ def token_logprobs(logits: jax.Array, tokens: jax.Array,
   logp = jax.nn.log_softmax(logits.astype(jnp.float32) / temperature, axis=-1)
   return jnp.take_along_axis(logp, tokens[..., None].astype(jnp.int32), axis=-1)[..., 0]
 
-
-def count_params(params: Any) -> int:
-  return int(sum(x.size for x in jax.tree.leaves(params)))

@@ -7,8 +7,9 @@ multi-call protocols (plan, act, check, discuss, refine) read top to bottom. Bud
 loop's job: the generator loops forever and the loop ends the episode.
 
 Each agent records, per assertion check, both roles' parsed assertions, the ground truth from
-`info["state_facts"]`, the comparator's conflicts and any discussion; `summary()` returns them for
-the results row (metrics.py reads them back).
+`info["state_facts"]`, the comparator's conflicts and any discussion; two-role agents also keep a
+plan trace (the sub-goal each action was taken under, for sub-goal adherence). `summary()` returns
+both for the results row (metrics.py and attribution.py read them back).
 """
 import dataclasses
 from typing import Generator
@@ -62,6 +63,7 @@ class GeneratorAgent:
   def reset(self, obs, info) -> None:
     self.frames, self.infos = [obs], [info]
     self.records: list[dict] = []
+    self.plan_trace: list[dict] = []  # two-role agents: one entry per action (see plan_act.py)
     self.counts = {"parse_failures": 0, "assertions_missing": 0, "actions": 0}
     self._reply: str | None = None
     self._gen: Generator = self.episode()
@@ -84,7 +86,7 @@ class GeneratorAgent:
     self.infos.append(info)
 
   def summary(self) -> dict:
-    return {"records": self.records, **self.counts}
+    return {"records": self.records, "plan": self.plan_trace, **self.counts}
 
   def episode(self):
     raise NotImplementedError

@@ -55,5 +55,5 @@ def comparator_confusion(rows, policy, backend_seed: int, schema: schemas.Schema
         fn += label and not hit
         tn += not label and not hit
   return {"tp": tp, "fp": fp, "fn": fn, "tn": tn, "truth_decidable": decidable,
-          "precision": tp / (tp + fp) if tp + fp else float("nan"),
-          "recall": tp / (tp + fn) if tp + fn else float("nan")}
+          "precision": tp / (tp + fp) if tp + fp else None,  # None: nothing flagged / labelled
+          "recall": tp / (tp + fn) if tp + fn else None}

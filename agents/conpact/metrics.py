@@ -1,27 +1,56 @@
 """Metrics over results rows of ConPAct runs (host-loop rows with the agent's `records`).
 
-Mismatch (per comparator check = a planner/actor assertion pair about the same frame):
-  D per step         fraction of checks with >= 1 contradiction (before any discussion: initial D)
-  D per trajectory   fraction of rollouts (with >= 1 check) that had a contradiction
-  residual D         fraction of contradicted checks still contradicted after discussion
-  discussion rate    contradicted checks that were discussed; repair rate: discussed -> resolved
+A metric without inputs is None (null in summary.json), never NaN or 0, and reports its coverage.
+
+Assertions and coverage (records: "pair" = a planner/actor check about one frame, "step"/"single"
+= an actor-only assertion):
+  coverage_<role>    share of that role's asserting calls whose reply held a parseable assertion
+                     block (initial assertions; discussion replies are not counted)
+  fields_<role>      mean share of the schema's fields that role stated (parseable, not unknown)
+  comparable_checks  share of checks in which at least one field was stated by BOTH roles
+Mismatch D, over COMPARABLE checks only (a role that states nothing cannot contradict, and must
+not look consistent for it):
+  D_step / initial_D  contradicted checks / comparable checks (before any discussion)
+  D_traj              rollouts with >= 1 contradicted check / rollouts with >= 1 comparable check
+  residual_D          contradicted checks still contradicted after discussion / contradicted checks
+  residual_D_traj     rollouts with a contradiction left unresolved / rollouts with a contradiction
+  discussion rate     contradicted checks that were discussed; repair rate: discussed -> resolved
 Correctness: per role, stated applicable fields equal to ground truth / stated applicable fields
 (initial assertions; pair checks for planner and actor, single-role asserts count as actor).
 Performance per instance (cluster) with k rollouts: avg@k, unbiased pass@k, pass^k; success rate,
 return, steps. Cost: calls/episode, output tokens/episode (rollouts with usage), calls/action,
 usage coverage = rollouts whose every call reported token usage. CIs resample instances.
+Failure attribution, sub-goal adherence and CC/CW: attribution.py.
 """
 import collections
-import math
 
 import numpy as np
 
 from lib import stats
 
+ASSERTING = ("pair", "step", "single")  # record kinds that hold an initial actor assertion
 
-def _records(row, kind=None):
+
+def records(row, kind=None) -> list[dict]:
+  """The agent's records in a results row (all, or those of one `kind`)."""
   recs = (row.get("agent") or {}).get("records") or []
   return [r for r in recs if kind is None or r["kind"] == kind]
+
+
+def ratio(num, den):
+  """num / den, or None when there was nothing to divide by."""
+  return num / den if den else None
+
+
+def comparable_fields(check: dict) -> list[str]:
+  """Fields of a pair record that both roles stated (a value that is not unknown)."""
+  p, a = check["planner"]["values"], check["actor"]["values"]
+  return [k for k, v in p.items() if v is not None and a.get(k) is not None]
+
+
+def is_comparable(check: dict) -> bool:
+  """A check can show a contradiction only when both roles stated some field."""
+  return bool(check["conflicts"]) or bool(comparable_fields(check))
 
 
 def _correct(values: dict, truth: dict | None) -> tuple[int, int]:
@@ -32,52 +61,78 @@ def _correct(values: dict, truth: dict | None) -> tuple[int, int]:
     if v is None or truth.get(k) is None:
       continue
     n += 1
-    ok += _same(v, truth[k])
+    ok += v == truth[k]  # JSON forms: sets were written as sorted lists, so order is canonical
   return ok, n
 
 
-def _same(a, b) -> bool:
-  """Equality of JSON forms (sets were written as sorted lists, so order is already canonical)."""
-  return a == b
-
-
 def mismatch(rows) -> dict:
-  checks = conflicted = discussed = repaired = residual = 0
-  traj = []
+  """Mismatch D (initial/residual, per step/trajectory) over comparable checks; see module doc."""
+  checks = comparable = conflicted = discussed = repaired = residual = 0
+  traj, traj_residual = [], []
   for row in rows:
-    pairs = _records(row, "pair")
-    if not pairs:
-      continue
-    hit = [bool(p["conflicts"]) for p in pairs]
-    traj.append(any(hit))
+    pairs = records(row, "pair")
     checks += len(pairs)
-    for p, h in zip(pairs, hit):
-      if not h:
-        continue
+    judged = [p for p in pairs if is_comparable(p)]
+    if not judged:
+      continue
+    comparable += len(judged)
+    hit = [p for p in judged if p["conflicts"]]
+    traj.append(bool(hit))
+    left = 0
+    for p in hit:
       conflicted += 1
       d = p.get("discussion")
       if d is None:
-        residual += 1
+        left += 1
         continue
       discussed += 1
       repaired += bool(d["repaired"])
-      residual += not d["repaired"]
-  div = lambda a, b: a / b if b else math.nan
-  return {"checks": checks, "D_step": div(conflicted, checks), "D_traj": div(sum(traj), len(traj)),
-          "initial_D": div(conflicted, checks), "residual_D": div(residual, conflicted),
-          "discussion_rate": div(discussed, conflicted), "repair_rate": div(repaired, discussed)}
+      left += not d["repaired"]
+    residual += left
+    if hit:
+      traj_residual.append(left > 0)
+  return {"checks": checks, "comparable": comparable, "contradicted": conflicted,
+          "comparable_checks": ratio(comparable, checks),
+          "D_step": ratio(conflicted, comparable), "initial_D": ratio(conflicted, comparable),
+          "D_traj": ratio(sum(traj), len(traj)), "residual_D": ratio(residual, conflicted),
+          "residual_D_traj": ratio(sum(traj_residual), len(traj_residual)),
+          "discussion_rate": ratio(discussed, conflicted), "repair_rate": ratio(repaired, discussed)}
+
+
+def coverage(rows) -> dict:
+  """Per role: share of asserting calls with a parseable block, mean share of fields stated."""
+  found = {"planner": [], "actor": []}
+  stated = {"planner": [], "actor": []}
+  for row in rows:
+    for rec in records(row):
+      if rec["kind"] not in ASSERTING:
+        continue
+      for role in ("planner", "actor") if rec["kind"] == "pair" else ("actor",):
+        a = rec[role]
+        values = a["values"]
+        found[role].append(bool(a.get("found", True)))
+        known = sum(v is not None for v in values.values())
+        stated[role].append(known / len(values) if values else 0.0)
+  out = {}
+  for role in ("planner", "actor"):
+    out[f"coverage_{role}"] = ratio(sum(found[role]), len(found[role]))
+    out[f"fields_{role}"] = float(np.mean(stated[role])) if stated[role] else None
+    out[f"asserting_calls_{role}"] = len(found[role])
+  return out
 
 
 def correctness(rows) -> dict:
   tot = {"planner": [0, 0], "actor": [0, 0]}
   for row in rows:
-    for rec in _records(row):
+    for rec in records(row):
+      if rec["kind"] not in ASSERTING:
+        continue
       roles = ("planner", "actor") if rec["kind"] == "pair" else ("actor",)
       for role in roles:
         ok, n = _correct(rec[role]["values"], rec["truth"])
         tot[role][0] += ok
         tot[role][1] += n
-  return {f"{r}_correct": ok / n if n else math.nan for r, (ok, n) in tot.items()}
+  return {f"{r}_correct": ratio(ok, n) for r, (ok, n) in tot.items()}
 
 
 def by_instance(rows, field: str = "success", cluster: str = "instance") -> dict[str, np.ndarray]:
@@ -107,8 +162,8 @@ def cost(rows) -> dict:
   covered = [r for r in rows if r["calls"] and r["calls_with_usage"] == r["calls"]]
   return {"calls/episode": calls / len(rows),
           "out_tokens/episode": (float(np.mean([r["output_tokens"] for r in covered]))
-                                 if covered else math.nan),
-          "calls/action": calls / actions if actions else math.nan,
+                                 if covered else None),
+          "calls/action": ratio(calls, actions),
           "usage_coverage": len(covered) / len(rows),
           "backend_errors": sum(r["status"] == "backend_error" for r in rows)}
 
@@ -118,22 +173,31 @@ def success_ci(rows, n_resamples: int = 2000, seed: int = 0, cluster: str = "ins
 
 
 def mismatch_ci(rows, n_resamples: int = 2000, seed: int = 0, cluster: str = "instance"):
-  """CI of per-trajectory D, resampling instances (rollouts without checks are left out)."""
+  """CI of per-trajectory D, resampling instances (rollouts without comparable checks are left
+  out); None when no rollout had one."""
   per = collections.defaultdict(list)
   for r in rows:
-    pairs = _records(r, "pair")
-    if pairs:
-      per[r[cluster]].append(float(any(p["conflicts"] for p in pairs)))
+    judged = [p for p in records(r, "pair") if is_comparable(p)]
+    if judged:
+      per[r[cluster]].append(float(any(p["conflicts"] for p in judged)))
   if not per:
-    return (math.nan, math.nan)
+    return None
   return stats.bootstrap_ci({k: np.asarray(v) for k, v in per.items()}, n_resamples=n_resamples,
                             seed=seed)
 
 
 def summarize(rows, k: int, n_resamples: int = 2000, seed: int = 0) -> dict:
-  """Every metric for one method/condition."""
-  out = {"rollouts": len(rows), **performance(rows, k), **mismatch(rows), **correctness(rows),
-         **cost(rows)}
+  """Every metric of this module for one method/condition.
+
+  Args:
+    rows: results rows of one env and condition (k rollouts per instance).
+    k: rollouts per instance, for avg@k / pass@k / pass^k.
+    n_resamples, seed: cluster bootstrap settings.
+  Returns:
+    metric name -> value; None where a metric had no inputs (CIs: (low, high) or None).
+  """
+  out = {"rollouts": len(rows), **performance(rows, k), **mismatch(rows), **coverage(rows),
+         **correctness(rows), **cost(rows)}
   out["success_ci"] = success_ci(rows, n_resamples, seed)
   out["D_traj_ci"] = mismatch_ci(rows, n_resamples, seed)
   return out

@@ -7,7 +7,8 @@ when the actor reports the sub-goal done (after acting) or failed (instead of ac
 
 With `assertions=True` both roles report the state schema; the first actor reply after each plan is
 about the same frame as the plan, and that pair goes through the comparator (`check`). Plain
-Plan-Act records the conflicts; ConPAct-I overrides `check` to discuss them.
+Plan-Act records the conflicts; ConPAct-I overrides `check` to discuss them. Every action is also
+logged in `plan_trace` with the sub-goal it was taken under and its index within that sub-goal.
 """
 from agents.conpact import compare, parse, prompts
 from agents.conpact.base import GeneratorAgent
@@ -54,6 +55,9 @@ class PlanActAgent(GeneratorAgent):
         status = parse.parse_status(a_text)
         if status == "failed":
           break
+        # What the action was meant to follow: read back by attribution.py (sub-goal adherence).
+        self.plan_trace.append({"t": len(self.frames) - 1, "subgoal": subgoal, "step": steps,
+                                "action": name})
         yield self.act(name)
         steps += 1
         if status == "done" or steps >= self.config.max_subgoal_steps:

@@ -10,15 +10,14 @@ successes). All conditions must hold the same tasks, since curves, bands and tes
   tests = coverage_tests(counts)
       per task solved = solved at least once in its n attempts (pass@n, the audit's pass@64 with
       n = 64); pairwise two-sided exact McNemar on solved/unsolved, Holm-adjusted
-  plot_pass_at_k(curves, bands, path)                   PNG, log2 k axis, shaded bands
+  plot_pass_at_k(curves, bands, path, n_tasks=T)       PNG (lib/plots.py): log2 k axis, shaded
+      bands, n tasks in the legend
 """
 import itertools
 from typing import Mapping, Sequence
 
 import numpy as np
-from matplotlib.figure import Figure
-
-from lib import stats
+from lib import plots, stats
 
 DEFAULT_KS = (1, 2, 4, 8, 16, 32, 64)
 Counts = Mapping[str, Mapping[str, tuple[int, int]]]
@@ -100,26 +99,36 @@ def coverage_tests(counts: Counts) -> list[dict]:
 
 
 def plot_pass_at_k(curves: Mapping[str, np.ndarray], bands: Mapping[str, np.ndarray] | None,
-                   path: str, ks: Sequence[int] = DEFAULT_KS, title: str = "") -> str:
-  """Writes a PNG of pass@k (percent) against k (log2 axis), bands shaded; returns `path`."""
-  fig = Figure(figsize=(5, 3.6), dpi=120)  # no pyplot: no global backend or figure registry
-  ax = fig.subplots()
+                   path: str, ks: Sequence[int] = DEFAULT_KS, title: str = "",
+                   n_tasks: int | None = None) -> str:
+  """Writes a PNG of pass@k (percent) against k (log2 axis) with shaded bands; returns `path`.
+
+  Args:
+    curves: condition -> [len(ks)] mean pass@k (fractions).
+    bands: condition -> [2, len(ks)] (lo, hi) band (fractions), or None for no bands.
+    path: the PNG file to write.
+    ks: the k of each curve point.
+    title: the figure title.
+    n_tasks: tasks behind every point (written in the legend).
+  """
+  fig, ax = plots.figure(5.5, 3.8)
   for cond, curve in curves.items():
-    line, = ax.plot(ks, 100 * np.asarray(curve), marker="o", ms=3, label=cond)
-    if bands is not None and cond in bands:
-      lo, hi = 100 * np.asarray(bands[cond])
-      ax.fill_between(ks, lo, hi, color=line.get_color(), alpha=0.18, lw=0)
+    band = None if bands is None or cond not in bands else 100 * np.asarray(bands[cond])
+    plots.curve_with_band(ax, list(ks), 100 * np.asarray(curve),
+                          None if band is None else band[0], None if band is None else band[1],
+                          label=cond, n=n_tasks)
   ax.set_xscale("log", base=2)
-  ax.set_xticks(list(ks))
-  ax.set_xticklabels([str(k) for k in ks])
-  ax.set_xlabel("samples k")
-  ax.set_ylabel("pass@k (%)")
-  ax.set_title(title, fontsize=9)
+  ax.set_xticks(list(ks), [str(k) for k in ks])
+  ax.minorticks_off()
+  ax.set_xlabel("attempts per task k (log scale)")
+  ax.set_ylabel("pass@k (% of tasks)")
+  ax.set_ylim(0, 102)
+  band_note = "shaded: 95% task-bootstrap band" if bands is not None else ""
+  ax.set_title("\n".join(t for t in (title, band_note) if t), fontsize=9)
   ax.grid(alpha=0.3)
-  ax.legend(fontsize=7)
-  fig.tight_layout()
-  fig.savefig(path)
-  return path
+  ax.legend(fontsize=7, frameon=False, title="condition (n = tasks)" if n_tasks else None,
+            title_fontsize=7)
+  return plots.save(fig, path)
 
 
 def domain_pass_at_1(counts: Mapping[str, tuple[int, int]], domain_of) -> dict[str, float]:

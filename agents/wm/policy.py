@@ -94,6 +94,6 @@ def export(model, params, tok, path: str) -> str:
   """Writes params into `model` and saves an HF-format directory with the tokenizer."""
   nnx.update(model, params)
   models.save_pretrained(model, model.config, path)
-  tok.save_pretrained(path)
+  tokenizer_lib.save_tokenizer(tok, path)
   return path
 

@@ -16,7 +16,6 @@ east `move_right`.
 cell, nearby resources and creatures with offsets, and `hazard_nearby` = a zombie, skeleton or
 arrow within HAZARD_CREATURE_DISTANCE steps (Manhattan) or lava within HAZARD_LAVA_DISTANCE steps.
 """
-import numpy as np
 
 import crafter
 from crafter import constants, objects

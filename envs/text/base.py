@@ -1,6 +1,6 @@
 """What every host-loop text environment returns, and the failure codes they share.
 
-Text envs follow the STYLE.md host-loop convention:
+Text envs follow the host-loop convention of CONTRIBUTING.md:
 
   reset(seed) -> (obs: str, info: dict)
   step(action: str) -> (obs: str, reward: float, terminated: bool, truncated: bool, info: dict)

@@ -21,7 +21,6 @@ import importlib
 import time
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from absl import logging
 

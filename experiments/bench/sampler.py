@@ -8,7 +8,7 @@ median of the timed repeats, compile and warm-up excluded, greedy agreement) is
 import torch
 import transformers
 
-from lib import models
+from lib import model_setup, models
 from lib.decode_throughput import compare_generation
 
 
@@ -26,6 +26,6 @@ def run(config, workdir):
   hf = _hf_model(cfg, config.seed, config.init_std)
   ckpt = f"{workdir}/model"
   hf.save_pretrained(ckpt)
-  model, _ = models.load_pretrained(ckpt)
+  model, _, _ = model_setup.build_model(model_setup.model_block(checkpoint=ckpt), seed=config.seed)
   return compare_generation(model, hf, cfg, config, workdir, tag="bench_sampler",
                             title="Sampler throughput vs transformers generate()")

@@ -15,9 +15,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from absl import logging
-from flax import nnx
 
-from lib import grpo, models, optim, sft
+from lib import grpo, model_setup, models, optim, sft
 from lib.results import write_summary
 from lib.train_state import TrainState, nnx_apply_fn
 
@@ -94,8 +93,8 @@ def _time(fn, reps):
 
 def run(config, workdir):
   c = config.bench
-  mconf = models.preset(c.preset)
-  model = models.build(mconf, rngs=nnx.Rngs(config.seed))
+  model, mconf, _ = model_setup.build_model(model_setup.model_block(preset=c.preset),
+                                            seed=config.seed)
   apply_fn, params = nnx_apply_fn(model)
   tx = optim.adamw(lr=c.lr, total_steps=10**6, schedule="constant", weight_decay=c.weight_decay,
                    clip_norm=1.0)

@@ -12,12 +12,19 @@ when non-empty serves the actor while `config.backend` serves the planner (RoleR
 mechanics, and every table title says so. On scripted runs the comparator's precision/recall is
 computed against labels replayed from the policy (agents/conpact/labels.py).
 
-summary.md: the inference table (paper Tables 19/24 layout) and, when conditions carry ablation
-switches, the online-consistency ablation table (Table 18 layout).
+summary.json: one row per env x condition with every metric of agents/conpact/metrics.py and
+attribution.py (None = null where a metric had no inputs, e.g. D when no check was comparable).
+summary.md: performance (paper Tables 19/24 layout), mismatch with assertion coverage, CC/CW
+(Table 23), failure attribution and sub-goal adherence (Figures 1b/2b), cost, and, when conditions
+carry ablation switches, the online-consistency ablation table (Table 18 layout); empty cells are
+"–", D without a comparable check is "n/a". demo.png: success with CIs and initial vs residual D
+per condition (agents/conpact/figure.py).
 """
+import os
+
 from absl import logging
 
-from agents.conpact import labels, metrics, methods, schemas, scripted, textenv
+from agents.conpact import attribution, figure, labels, metrics, methods, schemas, scripted, textenv
 from agents.conpact.routing import RoleRouter
 from lib import tb
 from lib.llm.factory import make_backend
@@ -78,6 +85,64 @@ def _mark(v) -> str:
   return "✓" if v else "✗"
 
 
+NA_WHEN_NONE = ("D_step", "D_traj", "residual_D", "residual_D_traj", "D_field", "D_field_delta")
+
+
+def _cell(col: str, v):
+  """A summary.md cell: CI tuples as [lo, hi]; None as "n/a" for D (nothing comparable), else "–"."""
+  if v is None:
+    return "n/a" if col in NA_WHEN_NONE else "–"
+  if isinstance(v, tuple):
+    return f"[{v[0]:.3f}, {v[1]:.3f}]"
+  return v
+
+
+def _md_rows(table, cols) -> list[dict]:
+  return [{c: _cell(c, r[c]) for c in cols} for r in table]
+
+
+# summary.md section title -> its columns (after env, condition); the performance table comes first.
+REPORT_TABLES = {
+    "Mismatch over comparable checks": [
+        "comparable_checks", "D_step", "D_traj", "residual_D", "residual_D_traj",
+        "discussion_rate", "repair_rate"],
+    "Assertion coverage and correctness": [
+        "coverage_planner", "coverage_actor", "fields_planner", "fields_actor", "planner_correct",
+        "actor_correct"],
+    "Assertion consistency and correctness (paper Table 23 layout)": [
+        "cc_fields", "CC", "CW", "D_field", "CC_delta", "CW_delta", "D_field_delta"],
+    "Failure attribution (paper Figure 1b) and sub-goal adherence (Figure 2b)": [
+        "failed", "fail_state_mismatch", "fail_non_adherence", "fail_capability",
+        "fail_judged_capability", "subgoal_adherence", "adherence_coverage"],
+    "Cost (paper Table 24 layout)": [
+        "calls/episode", "out_tokens/episode", "calls/action", "usage_coverage",
+        "backend_errors"],
+}
+
+
+NOTES = {
+    "Mismatch over comparable checks": (
+        "A check (planner and actor asserting about one frame) is comparable when both roles "
+        "stated at least one field; comparable_checks = their share of all checks; D counts "
+        "comparable checks only (n/a: none was comparable). residual_D = contradicted checks "
+        "still contradicted after discussion; *_traj: the same per episode."),
+    "Assertion coverage and correctness": (
+        "coverage_* = share of a role's asserting calls with a parseable assertion block; "
+        "fields_* = mean share of the schema's fields it stated; *_correct = stated applicable "
+        "fields equal to the ground truth."),
+    "Assertion consistency and correctness (paper Table 23 layout)": (
+        "Over (check, field) pairs both roles stated with known ground truth (cc_fields): CC = "
+        "agree and right, CW = agree and wrong, D_field = disagree; *_delta = after discussion "
+        "minus initial."),
+    "Failure attribution (paper Figure 1b) and sub-goal adherence (Figure 2b)": (
+        "Shares of failed episodes (labels overlap): state mismatch, plan non-adherence, "
+        "capability (neither); each over the failed episodes it could judge "
+        "(fail_judged_capability: both labels judged). subgoal_adherence = mean per-episode share "
+        "of judged actions that follow their sub-goal; adherence_coverage = judged / planned "
+        "actions."),
+}
+
+
 def run(config, workdir):
   scripted_run = config.backend.kind == "scripted"
   label = config.label or ("SCRIPTED policy (mechanics, not model results)" if scripted_run
@@ -104,12 +169,12 @@ def run(config, workdir):
               and r["rollout"] < config.rollouts]
       for r in rows:
         r["cluster"] = f"{env}/{r['instance']}"
-      m = metrics.summarize(rows, k=config.rollouts, n_resamples=config.n_resamples,
-                            seed=config.seed)
+      m = {**metrics.summarize(rows, k=config.rollouts, n_resamples=config.n_resamples,
+                               seed=config.seed), **attribution.summarize(rows, env)}
       row = {"env": env, "condition": cond["name"], "method": cond["method"], **m}
       table.append(row)
       for k in ("success", "D_step", "residual_D", "calls/episode"):
-        if m[k] == m[k]:  # NaN (e.g. no checks for a one-role method) is left out of TensorBoard
+        if m[k] is not None:  # no inputs (e.g. no checks for a one-role method): nothing to log
           writer.add_scalar(f"{env}/{cond['name']}/{k}", m[k], 0)
       settings = cond.get("settings", {})
       if any(s in settings for s in SWITCHES):
@@ -128,21 +193,24 @@ def run(config, workdir):
   summary = {"label": label, "table": table, "ablation": ablation, "comparator": comparator}
   k = config.rollouts
   cols = ["env", "condition", f"avg@{k}", f"pass@{k}", f"pass^{k}", "success", "success_ci",
-          "return", "steps", "D_step", "D_traj", "residual_D", "planner_correct", "actor_correct",
-          "calls/episode", "out_tokens/episode", "calls/action", "usage_coverage",
-          "backend_errors", "rollouts"]
-  fmt = lambda v: f"[{v[0]:.3f}, {v[1]:.3f}]" if isinstance(v, tuple) else v
-  path = write_summary(workdir, summary, [{c: fmt(r[c]) for c in cols} for r in table],
+          "return", "steps", "rollouts"]
+  path = write_summary(workdir, summary, _md_rows(table, cols),
                        title=f"ConPAct inference ({label})",
-                       notes=f"{k} rollouts per instance; CIs: 95% cluster bootstrap over instances. "
-                             "D_step = initial mismatch per comparator check; residual_D = "
-                             "contradicted checks still contradicted after discussion.")
+                       notes=f"{k} rollouts per instance (rollouts = episodes per row); CIs: 95% "
+                             "cluster bootstrap over instances.")
+  png = figure.plot_demo(table, os.path.join(workdir, "demo.png"), f"ConPAct ({label})", k)
   with open(path, "a", encoding="utf-8") as f:
+    for title, more in REPORT_TABLES.items():
+      f.write(f"\n## {title} ({label})\n\n")
+      if title in NOTES:
+        f.write(NOTES[title] + "\n\n")
+      f.write(markdown_table(_md_rows(table, ["env", "condition", *more])))
     if ablation:
       f.write(f"\n## Online consistency ablation (paper Table 18 layout; {label})\n\n")
-      f.write(markdown_table(ablation))
+      f.write(markdown_table(_md_rows(ablation, list(ablation[0]))))
     if comparator:
       f.write(f"\n## Comparator vs independently labelled contradictions ({label})\n\n")
-      f.write(markdown_table(comparator))
+      f.write(markdown_table(_md_rows(comparator, list(comparator[0]))))
+    f.write(f"\nFigure: {png}\n")
   print(open(path, encoding="utf-8").read(), flush=True)
   return summary

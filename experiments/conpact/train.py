@@ -18,6 +18,7 @@ from flax import nnx
 
 from agents.conpact import curate, schemas, textenv
 from lib import model_setup, models, optim, sft_loop
+from lib import tokenizer as tokenizer_lib
 from lib.results import write_summary
 from lib.train_state import TrainState, nnx_apply_fn
 
@@ -69,7 +70,7 @@ def run(config, workdir):
   nnx.update(model, run_.state.params)
   losses = [loss for _, loss in run_.history]
   export = os.path.join(workdir, "export")
-  tok.save_pretrained(export)
+  tokenizer_lib.save_tokenizer(tok, export)
   models.save_pretrained(model, model.config, export)
   by_source = {s: sum(ex["source"] == s for ex in picked) for s in sorted({e["source"] for e in picked})}
   summary = {"curated": len(examples), "picked": len(picked), "reference_examples": len(reference),

@@ -82,5 +82,6 @@ def run(config, workdir):
              "meets_goal": fast["cpu_episodes_per_s"] >= config.goal}
   write_summary(workdir, summary, table, title="GenCoord closed-loop throughput",
                 notes=line + f"\n\nSuite `{config.suite}`, backend `{config.backend}`, "
-                             f"condition `{config.condition}`.")
+                             f"condition `{config.condition}`.",
+                debug=config.get("debug"))
   return summary

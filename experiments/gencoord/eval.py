@@ -7,16 +7,29 @@ centralized). Rows go to results.jsonl keyed by (condition, episode_id), so a re
 finished episodes. summary.md holds the condition table (success, cluster-bootstrap CI,
 Clopper-Pearson, validity, calls, wire bytes, actions), paired differences against the
 reference condition and, for feedback suites, the commitment-field fidelity table (S19).
+`success.png`: terminal success per condition (cluster-bootstrap 95% CI error bars, the same
+interval as the table; n episodes per bar; the paper's figure as a black tick) beside model
+calls per episode (cluster-bootstrap 95% CI).
 """
 import json
+import os
 import types
 
+import numpy as np
 from absl import logging
 
 from agents.gencoord import data, metrics, protocol, suites
 from agents.gencoord.policies import registry as policies
-from lib import tb
+from lib import plots, stats, tb
 from lib.results import ResultsLog, markdown_table, write_summary
+
+
+# What the condition table's terse columns count (agents/gencoord/metrics.condition_row).
+COLUMNS = ("Columns: `episodes` and `clusters` counted per condition; `strict` = clusters "
+           "whose every episode succeeded / clusters; `follows_req` = episodes whose receiver "
+           "followed the delivered request / episodes with a request; `calls`, `wire_B` (bytes "
+           "on the wire), `response_B`, `aggregation_B` and `actions` (executor actions) are "
+           "means per episode; `–` = not applicable.")
 
 
 def _make_policy(spec, config, episodes):
@@ -98,7 +111,8 @@ def _report(config, workdir, conditions, episodes, rows, writer, live):
   notes = (f"Suite `{config.suite}` ({len(suites.clusters(episodes))} semantic clusters, "
            f"{len(episodes)} role-view episodes per condition); model-free backends, so each "
            f"condition runs once per role view. Cluster-bootstrap CIs use "
-           f"{config.n_resamples} resamples.\n\n## Paired differences (cluster bootstrap)\n\n"
+           f"{config.n_resamples} resamples. {COLUMNS}"
+           "\n\n## Paired differences (cluster bootstrap)\n\n"
            + markdown_table(paired))
   summary = {"suite": config.suite, "success": {r["condition"]: r["success_%"] for r in table},
              "paired": paired}
@@ -119,5 +133,41 @@ def _report(config, workdir, conditions, episodes, rows, writer, live):
     from envs.minecraft.live import eval_hooks
     summary["live"], live_notes = eval_hooks.timing_report(live)
     notes += live_notes
-  write_summary(workdir, summary, table, title=config.title, notes=notes)
+  summary["figures"] = [_figure(config, workdir, conditions, by_condition)]
+  notes += f"\n![success by condition]({summary['figures'][0]})\n"
+  write_summary(workdir, summary, table, title=config.title, notes=notes,
+                debug=config.get("debug"))
   return summary
+
+
+def _cluster_bars(config, conditions, by_condition, field, scale) -> plots.Bars:
+  """Mean of `field` x scale per condition with the table's cluster-bootstrap 95% CI."""
+  values, lo, hi, n = [], [], [], []
+  for i, spec in enumerate(conditions):
+    rows = by_condition[spec.name]
+    means = {k: [float(np.mean(v))] for k, v in metrics.by_cluster(rows, field).items()}
+    low, high = stats.bootstrap_ci(means, n_resamples=config.n_resamples,
+                                   seed=config.bootstrap_seed + i) if means else (np.nan,) * 2
+    values.append(scale * float(np.mean([float(r[field]) for r in rows])) if rows else np.nan)
+    lo.append(scale * low)
+    hi.append(scale * high)
+    n.append(len(rows))
+  return plots.Bars(None, values, lo, hi, n)
+
+
+def _figure(config, workdir, conditions, by_condition) -> str:
+  """success.png: success and model calls per episode, one bar per condition."""
+  fig, (ax_success, ax_calls) = plots.figure(9, 4.2, ncols=2, width_ratios=(3, 2))
+  names = [s.name for s in conditions]
+  success = _cluster_bars(config, conditions, by_condition, "success", 100.0)
+  if any(n in config.paper for n in names):   # the paper's figure as a black tick per bar
+    success.reference = [float(config.paper[n]) if n in config.paper else np.nan for n in names]
+  plots.bar_with_ci(ax_success, names, [success], ylabel="terminal success (% of episodes)",
+                    xlabel="condition", title="Success (95% cluster-bootstrap CI)")
+  calls = _cluster_bars(config, conditions, by_condition, "model_calls", 1.0)
+  top = max(1.0, float(np.nanmax(np.asarray(calls.hi, dtype=float), initial=1.0)))
+  plots.bar_with_ci(ax_calls, names, [calls], ylabel="model calls per episode",
+                    xlabel="condition", ymax=float(np.ceil(top)), value_format="{:.2f}",
+                    title="Model calls (95% cluster-bootstrap CI)")
+  fig.suptitle(f"{config.title}{' (debug run)' if config.get('debug') else ''}", fontsize=10)
+  return os.path.basename(plots.save(fig, os.path.join(workdir, "success.png")))

@@ -21,7 +21,6 @@ import json
 import os
 import time
 
-import jax
 import numpy as np
 from absl import logging
 
@@ -32,8 +31,8 @@ from agents.gencoord.learned import training_recipes
 from agents.gencoord.policies import registry as policies
 from lib import models as lib_models
 from lib import tb
-from lib.results import ResultsLog, markdown_table, write_summary
-from lib.tokenizer import load_tokenizer
+from lib.results import ResultsLog
+from lib.tokenizer import load_tokenizer, save_tokenizer
 
 
 def _episodes(config, view=None):
@@ -157,7 +156,7 @@ def run(config, workdir):
       train_reports[f"{n}/s{seed}"] = rep
       if config.export_hf:
         lib_models.save_pretrained(model, mcfg, os.path.join(mdir, "hf"))
-        tok.save_pretrained(os.path.join(mdir, "hf"))
+        save_tokenizer(tok, os.path.join(mdir, "hf"))
       models_[n] = model
     for spec_d in specs:
       spec = _Spec(**spec_d)

@@ -89,8 +89,8 @@ def _run_episodes(config, workdir, sources):
               env_seed=level))
     backend = _backend(bcfg, workdir)
     HostLoop(backend, action_budget=config.max_steps, call_budget=config.max_steps,
-             default_params=params, max_live=config.max_live, seed=config.seed,
-             show_progress=False).run(specs, log)
+             default_params=params, max_live=config.max_live,
+             seed=config.seed).run(specs, log)   # episode bar on a TTY (lib/progress.py)
     backend.close()
   for pool in pools.values():
     pool.close()
@@ -138,7 +138,8 @@ def run(config, workdir):
     curves = passk.pass_at_k_curves(counts, ks)
     bands = passk.bootstrap_bands(counts, ks, n_resamples=config.n_resamples, seed=config.seed)
     png = passk.plot_pass_at_k(curves, bands, os.path.join(workdir, f"passk_{env}_{regime}.png"),
-                               ks=ks, title=f"{env} / {regime} ({config.scale_label})")
+                               ks=ks, title=f"{env} / {regime} ({config.scale_label})",
+                               n_tasks=len(next(iter(counts.values()))))
     logging.info("wrote %s", png)
     for r in passk.coverage_tests(counts):
       tests.append({"env": env, "regime": regime, **r})
@@ -163,6 +164,7 @@ def run(config, workdir):
   scripted = any(dict(b)["kind"] == "scripted" for b in config.conditions.values())
   md = write_summary(workdir, summary, table,
                 title=f"World-model audit evaluation ({config.scale_label})",
+                debug=config.get("debug"),
                 notes=("pass@k in percent with task-bootstrap 95% band at the largest k; AF = "
                        "action failure, LR = TIDE loop ratio (step / trajectory normalised). "
                        f"Prediction accuracy judge: {pred.get('judge', 'none')}."

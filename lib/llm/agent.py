@@ -14,7 +14,7 @@ re-plans on sub-goal completion; ConPAct inserts comparator checks and discussio
 them. Several requests may precede one action and the loop enforces the model-call budget C and the
 action budget A, so agents need no budget logic of their own.
 
-Host-loop environments follow the STYLE.md text-env convention, `reset(seed) -> (obs, info)` and
+Host-loop environments follow the text-env convention of CONTRIBUTING.md, `reset(seed) -> (obs, info)` and
 `step(action) -> (obs, reward, terminated, truncated, info)`; `envs.host_adapter.JaxEnvAdapter`
 puts a gymnax-style JAX env into that shape (optionally with its family's text view).
 """

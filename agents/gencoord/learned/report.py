@@ -5,15 +5,19 @@ averaged within a semantic cluster, 10,000 resamples) and the Clopper-Pearson in
 episodes, raw / commitment validity, verified handoff, calls, input/output tokens, wire bytes,
 warm batch-1 TTC and episode time p50/p95, batched episodes/s, and the paper's figure beside
 ours. Paired differences against `eval.reference` use the cluster-paired bootstrap.
-Figures (PNG): training loss curves, success by template with CIs, TTC distribution, and for
-conditions with a task-structure view the visibility matrix (visibility_matrix.py).
+Figures (PNG, lib/plots.py): training loss curves, success by held-out template (Clopper-Pearson
+95% error bars, n per bar), the TTC histogram (bins from n, integer counts), and for conditions
+with a task-structure view the visibility matrix (visibility_matrix.py). A debug run says so in
+the title, summary.json and the bar verdict.
 """
 import os
 
 import numpy as np
+from matplotlib.ticker import MaxNLocator
 
 from agents.gencoord import metrics, suites
 from agents.gencoord.learned import visibility_matrix
+from lib import plots
 from lib.results import markdown_table, write_summary
 
 
@@ -78,57 +82,53 @@ def per_seed(rows_by, specs) -> list:
   return out
 
 
-def _plots(workdir, train_reports, rows_by, specs, timing) -> list:
-  # Function-local: pyplot is slow to import and needs the Agg backend chosen before it loads.
-  import matplotlib
-  matplotlib.use("Agg")
-  import matplotlib.pyplot as plt  # after matplotlib.use, see above
-  out = []
-  fig, ax = plt.subplots(figsize=(6, 4))
+def _loss_figure(workdir, train_reports) -> str:
+  fig, ax = plots.figure(6, 4)
   for name, rep in train_reports.items():
     if rep["history"]:
       steps, losses = zip(*rep["history"])
       ax.plot(steps, losses, label=name)
   ax.set_yscale("log")
   ax.set_xlabel("optimizer step")
-  ax.set_ylabel("target-token loss")
-  ax.set_title("SFT training loss")
-  ax.legend(fontsize=7)
-  fig.tight_layout()
-  out.append("train_loss.png")
-  fig.savefig(os.path.join(workdir, out[-1]), dpi=120)
-  plt.close(fig)
+  ax.set_ylabel("target-token loss (nats/token, log scale)")
+  ax.set_title("SFT training loss", fontsize=9)
+  ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+  if train_reports:
+    ax.legend(fontsize=7, frameon=False)
+  return os.path.basename(plots.save(fig, os.path.join(workdir, "train_loss.png")))
 
-  fig, ax = plt.subplots(figsize=(7, 4))
-  width = 0.8 / max(len(specs), 1)
+
+def _template_figure(workdir, rows_by, specs, debug) -> str:
+  """Grouped bars: success per held-out template and condition, Clopper-Pearson 95% CI."""
   templates = sorted({r["template"] for s in specs for r in rows_by[s["name"]]})
-  for k, s in enumerate(specs):
-    rates = [100 * np.mean([r["success"] for r in rows_by[s["name"]] if r["template"] == t])
-             for t in templates]
-    ax.bar(np.arange(len(templates)) + k * width, rates, width, label=s["name"])
-  ax.set_xticks(np.arange(len(templates)) + 0.4 - width / 2, templates, rotation=30,
-                ha="right", fontsize=7)
-  ax.set_ylabel("terminal success (%)")
-  ax.set_ylim(0, 105)
-  ax.legend(fontsize=7)
-  ax.set_title("Held-out success by template")
-  fig.tight_layout()
-  out.append("success_by_template.png")
-  fig.savefig(os.path.join(workdir, out[-1]), dpi=120)
-  plt.close(fig)
+  series = []
+  for s in specs:
+    cells = [plots.success_with_ci([r["success"] for r in rows_by[s["name"]]
+                                    if r["template"] == t]) for t in templates]
+    series.append(plots.Bars(s["name"], *map(list, zip(*cells))) if cells else
+                  plots.Bars(s["name"], [], [], [], []))
+  fig, ax = plots.figure(max(6.0, 0.35 * len(templates) * max(len(specs), 1) + 2), 4.4)
+  plots.bar_with_ci(ax, templates, series, ylabel="terminal success (% of episodes)",
+                    xlabel="held-out template",
+                    title="Success by template (95% Clopper-Pearson CI; n = episodes)"
+                          + (" (debug run)" if debug else ""))
+  return os.path.basename(plots.save(fig, os.path.join(workdir, "success_by_template.png")))
 
+
+def _ttc_figure(workdir, timing) -> str:
+  fig, ax = plots.figure(6, 4)
+  plots.count_histogram(ax, {name: 1000 * np.asarray(t["ttc"]) for name, t in timing.items()
+                             if t.get("ttc")},
+                        xlabel="time to commitment (ms, warm, batch 1)")
+  ax.set_title("Time to commitment", fontsize=9)
+  return os.path.basename(plots.save(fig, os.path.join(workdir, "ttc.png")))
+
+
+def _plots(workdir, train_reports, rows_by, specs, timing, debug) -> list:
+  out = [_loss_figure(workdir, train_reports),
+         _template_figure(workdir, rows_by, specs, debug)]
   if any(t.get("ttc") for t in timing.values()):
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for name, t in timing.items():
-      if t.get("ttc"):
-        ax.hist(1000 * np.asarray(t["ttc"]), bins=30, alpha=0.6, label=name)
-    ax.set_xlabel("time to commitment (ms, warm, batch 1)")
-    ax.set_ylabel("episodes")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    out.append("ttc.png")
-    fig.savefig(os.path.join(workdir, out[-1]), dpi=120)
-    plt.close(fig)
+    out.append(_ttc_figure(workdir, timing))
   return out
 
 
@@ -157,7 +157,8 @@ def write(config, workdir, rows, specs, eps, train_reports, timing, throughput, 
             for i, s in enumerate(specs) if s["name"] != ref]
   for r in table:
     writer.add_scalar(f"eval/{r['condition']}/success", r["success_%"], 0)
-  figures = _plots(workdir, train_reports, rows_by, specs, timing)
+  debug = config.get("debug")
+  figures = _plots(workdir, train_reports, rows_by, specs, timing, debug)
   train_table = [{"model": k, **{f: v[f] for f in ("rows", "epochs", "batch", "steps",
                                                     "train_tokens", "params", "seq_len",
                                                     "mean_prompt_tokens", "mean_target_tokens")},
@@ -195,8 +196,11 @@ def write(config, workdir, rows, specs, eps, train_reports, timing, throughput, 
     met = (first["success_%"] >= config.bar.success_pct and
            (first["raw_valid_on_solved_%"] == 100.0))
     summary["bar_met"] = bool(met)
+    verdict = "MET" if met else "NOT MET"
+    if debug:   # a debug run trains for seconds: its verdict is no statement about the method
+      verdict += " (debug run: shrunk data and training, so no statement about the method)"
     notes = (f"**Bar** (>= {config.bar.success_pct}% held-out success, 100% raw validity on "
-             f"solved clusters): {'MET' if met else 'NOT MET'}.\n\n" + notes)
+             f"solved clusters): {verdict}.\n\n" + notes)
   notes += "\n" + " ".join(f"![{f}]({f})" for f in figures) + "\n"
-  write_summary(workdir, summary, table, title=config.title, notes=notes)
+  write_summary(workdir, summary, table, title=config.title, notes=notes, debug=debug)
   return summary

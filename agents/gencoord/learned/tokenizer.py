@@ -42,5 +42,5 @@ def train_dsl_tokenizer(texts: Iterable[str], vocab_size: int, path
       chat_template=tokenizer_lib.CHATML_TEMPLATE, padding_side="left",
       clean_up_tokenization_spaces=False)
   Path(path).mkdir(parents=True, exist_ok=True)
-  tok.save_pretrained(str(path))
+  tokenizer_lib.save_tokenizer(tok, path)
   return tokenizer_lib.load_tokenizer(path)

@@ -52,6 +52,23 @@ def test_comparator_precision_recall_and_injection(run_dir):
   assert rows["react"]["checks"] == 0
 
 
+def test_summary_is_strict_json_with_coverage_and_a_figure(run_dir):
+  with open(os.path.join(run_dir, "summary.json")) as f:
+    json.loads(f.read(), parse_constant=lambda c: pytest.fail(f"{c} in summary.json"))
+  rows = {r["condition"]: r for r in load(run_dir)["table"]}
+  for r in rows.values():
+    assert {"coverage_planner", "coverage_actor", "comparable_checks"} <= set(r)
+  # one role, no assertions: nothing comparable -> D is null, never 0
+  assert rows["react"]["D_step"] is None and rows["react"]["comparable_checks"] is None
+  assert rows["assertion"]["coverage_actor"] == 1.0 and rows["assertion"]["comparable_checks"] > 0
+  assert rows["assertion"]["subgoal_adherence"] is not None
+  md = open(os.path.join(run_dir, "summary.md")).read()
+  assert "n/a" in md and "| nan" not in md
+  assert "Failure attribution" in md and "Table 23" in md
+  with open(os.path.join(run_dir, "demo.png"), "rb") as f:
+    assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
 def test_labels_catch_a_broken_comparator(run_dir, monkeypatch, tmp_path):
   """Negative control: a comparator that ignores one field must lose recall."""
   real = compare.contradictions

@@ -3,6 +3,9 @@ import importlib.util
 import json
 import os
 
+import pytest
+
+from configs import common
 from experiments import registry
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -13,7 +16,22 @@ def _config(name, arg="debug=True"):
   spec = importlib.util.spec_from_file_location("_cfg_" + name.replace("/", "_"), path)
   module = importlib.util.module_from_spec(spec)
   spec.loader.exec_module(module)
-  return module.get_config(arg)
+  config = module.get_config(arg)
+  if "debug" not in config:   # launch.py records the :debug arg the same way
+    config.debug = common.debug_switch(module.get_config, arg)
+  return config
+
+
+def _check_report(workdir, figure="success.png"):
+  """summary.json is strict JSON labelled as a debug run; summary.md says so; the PNG exists."""
+  text = (workdir / "summary.json").read_text()
+  data = json.loads(text, parse_constant=lambda c: pytest.fail(f"bare {c} in summary.json"))
+  assert data["debug"] is True
+  md = (workdir / "summary.md").read_text()
+  assert md.splitlines()[0].endswith("(debug run)") and "nan" not in md
+  with open(workdir / figure, "rb") as f:
+    assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+  assert f"]({figure})" in md
 
 
 def _rows(workdir):
@@ -24,6 +42,7 @@ def _rows(workdir):
 def test_request_intervention_debug(tmp_path):
   config = _config("gencoord/request")
   summary = registry.get(config.experiment)(config, str(tmp_path))
+  _check_report(tmp_path)
   assert summary["success"] == {"true_request": 100.0, "request_removed": 50.0,
                                 "same_template_alternative": 0.0, "rule_minimal_request": 100.0}
   md = (tmp_path / "summary.md").read_text()
@@ -37,6 +56,7 @@ def test_request_intervention_debug(tmp_path):
 def test_feedback_debug_field_fidelity(tmp_path):
   config = _config("gencoord/feedback")
   summary = registry.get(config.experiment)(config, str(tmp_path))
+  _check_report(tmp_path)
   assert summary["success"] == {"requester_local": 50.0, "correct_feedback": 100.0,
                                 "counterfactual_feedback": 0.0, "centralized": 100.0}
   blocks = {r["comparison"]: r for r in summary["pair_block_paired"]}
@@ -53,6 +73,7 @@ def test_feedback_debug_field_fidelity(tmp_path):
 def test_composition_debug(tmp_path):
   config = _config("gencoord/composition")
   summary = registry.get(config.experiment)(config, str(tmp_path))
+  _check_report(tmp_path)
   assert summary["success"] == {"case_table": 0.0, "explicit_factor_composer": 100.0}
 
 
@@ -78,6 +99,7 @@ def test_data_builder_debug(tmp_path):
 def test_template_shift_debug(tmp_path):
   config = _config("gencoord/template_shift")
   summary = registry.get(config.experiment)(config, str(tmp_path))
+  _check_report(tmp_path)
   assert summary["success"] == {"rule_minimal_request": 100.0, "program_reference": 100.0,
                                 "case_table": 0.0, "tfidf_nn": 0.0}
 
@@ -85,6 +107,7 @@ def test_template_shift_debug(tmp_path):
 def test_horizon_debug(tmp_path):
   config = _config("gencoord/horizon")
   summary = registry.get(config.experiment)(config, str(tmp_path))
+  _check_report(tmp_path)
   assert summary["success"] == {"multi_step": 100.0, "single_step": 100.0}
   calls = {r["condition"]: r["model_calls"] for r in _rows(tmp_path)}
   assert calls == {"multi_step": 2, "single_step": 3}

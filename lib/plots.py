@@ -132,7 +132,7 @@ def bar_with_ci(ax, categories: Sequence[str], series: Sequence[Bars], *, ylabel
   if ymax == 100.0:
     ax.set_yticks(np.linspace(0, 100, 6))
   else:
-    ax.yaxis.set_major_locator(MaxNLocator(nbins=5))
+    ax.yaxis.set_major_locator(MaxNLocator(nbins=5, steps=[1, 2, 2.5, 5, 10]))
   ax.set_ylabel(ylabel)
   if xlabel:
     ax.set_xlabel(xlabel)
@@ -142,12 +142,15 @@ def bar_with_ci(ax, categories: Sequence[str], series: Sequence[Bars], *, ylabel
                                                                        dtype=float)).all()
                       for s in series)
   legend = any(s.label for s in series) or has_reference
-  if legend:
-    # One row just above the axes, under the title: never over bars, labels or ticks.
-    ax.legend(fontsize=7, ncols=min(5, len(series) + 1), loc="lower left", frameon=False,
+  above = legend and len(series) <= 3
+  if above:   # one row just above the axes, under the title: never over bars or labels
+    ax.legend(fontsize=7, ncols=len(series) + 1, loc="lower left", frameon=False,
               bbox_to_anchor=(0.0, 1.0), borderaxespad=0.1, handlelength=1.2)
+  elif legend:   # many series: one column right of the axes
+    ax.legend(fontsize=7, loc="upper left", frameon=False, bbox_to_anchor=(1.0, 1.0),
+              handlelength=1.2)
   if title:
-    ax.set_title(title, fontsize=9, loc="left", pad=16 if legend else 6)
+    ax.set_title(title, fontsize=9, loc="left", pad=16 if above else 6)
 
 
 def curve_with_band(ax, x: Sequence[float], y: Sequence[float], lo: Sequence[float] | None,

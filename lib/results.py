@@ -203,7 +203,7 @@ def markdown_table(table: Iterable[dict], key: Sequence[str] | None = None,
   Args:
     table: the rows (dicts); a missing field is an empty cell.
     key: the columns that identify a row, repeated in every part of a split table; default the
-      first column.
+      first column and the text-valued columns right after it (at most half the width).
     max_columns: the widest table printed, key columns included.
   Returns:
     The markdown text (tables separated by a blank line), or "(no rows)\\n".
@@ -214,7 +214,13 @@ def markdown_table(table: Iterable[dict], key: Sequence[str] | None = None,
   cols: list[str] = []
   for r in rows:
     cols += [c for c in r if c not in cols]
-  key_cols = [c for c in (key if key is not None else cols[:1]) if c in cols]
+  if key is None:   # the leading text columns (names, conditions) identify a row
+    key = cols[:1]
+    for c in cols[1:max_columns // 2]:
+      if not all(isinstance(r.get(c), str) for r in rows):
+        break
+      key.append(c)
+  key_cols = [c for c in key if c in cols]
   rest = [c for c in cols if c not in key_cols]
   width = max(1, max_columns - len(key_cols))
   parts = [rest[i:i + width] for i in range(0, len(rest), width)] or [[]]

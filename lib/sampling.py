@@ -9,7 +9,7 @@ Model weights enter as an argument (graphdef/state split), so one compiled progr
 checkpoint of the same shape; the KV cache is donated. Prompts are left-padded to a power-of-two
 length bucket, so the program compiles once per (batch, bucket, max_new_tokens, top_k, eos ids).
 
-`generate_text` (strings or chat messages in, `Completion`s out) wraps it with a tokenizer. Stop
+`generate_text` (strings or chat messages in, `DecodedText`s out) wraps it with a tokenizer. Stop
 strings are applied there, on the host, once per batch after decoding: a sequence that produces a
 stop string is cut right before it (the string itself is dropped from `text`, as vLLM does), and its
 tokens and logprobs are cut after the token that completed the string.
@@ -280,7 +280,7 @@ def generate(graphdef, state, prompt_ids, prompt_mask, key, *, max_new_tokens: i
 
 
 @dataclasses.dataclass
-class Completion:
+class DecodedText:
   """One sampled continuation. finish_reason: "stop" (EOS id or stop string) or "length"."""
   text: str
   token_ids: list[int]
@@ -338,7 +338,7 @@ def generate_text(model, tokenizer, prompts: Sequence, key, *, max_new_tokens: i
                   temperature: float = 1.0, top_p: float = 1.0, top_k: int = 0,
                   stop: Sequence[str] = (), eos_ids: Sequence[int] | None = None,
                   template_kwargs: dict | None = None, mesh=None,
-                  pad_batch: bool = True) -> list[Completion]:
+                  pad_batch: bool = True) -> list[DecodedText]:
   """Text in, text out. Each prompt is a raw string (tokenised as is) or a list of chat messages
   ({"role", "content"} dicts, rendered with the tokenizer's chat template plus the generation
   prompt; `template_kwargs` go to the template, e.g. enable_thinking=False for Qwen3).
@@ -367,7 +367,7 @@ def generate_text(model, tokenizer, prompts: Sequence, key, *, max_new_tokens: i
     token_ids, row_logprobs = tokens[row, :n].tolist(), logprobs[row, :n].tolist()
     text, n, reason = finish_row(tokenizer, token_ids, eos_ids, stop)
     token_ids, row_logprobs = token_ids[:n], row_logprobs[:n]
-    completions.append(Completion(text=text, token_ids=token_ids, logprobs=row_logprobs,
+    completions.append(DecodedText(text=text, token_ids=token_ids, logprobs=row_logprobs,
                                   prompt_tokens=len(prompt_ids), completion_tokens=n,
                                   finish_reason=reason))
   return completions

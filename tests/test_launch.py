@@ -29,6 +29,9 @@ def test_smoke_run_writes_config_logs_results_summary_and_tb(tmp_path):
   rows = open(os.path.join(wd, "results.jsonl")).read().splitlines()
   assert len(rows) == cfg["tasks"] * cfg["attempts"]
   assert "| k | pass@k | pass^k |" in open(os.path.join(wd, "summary.md")).read()
+  # The :debug arg reaches config.json and labels the summary (the config sets no such field).
+  assert cfg["debug"] is True and json.load(open(os.path.join(wd, "summary.json")))["debug"]
+  assert open(os.path.join(wd, "summary.md")).readline().rstrip().endswith("(debug run)")
   # Resume: a second run into the same workdir redoes nothing.
   r = _launch("--config=configs/smoke.py:debug=True", f"--workdir={wd}", "--config.seed=3")
   assert r.returncode == 0, r.stderr

@@ -12,6 +12,9 @@
   routing.py     RoleRouter: planner and actor served by different backends
   scripted.py    scripted planner/actor with a seeded perception-noise model (mechanics only)
   labels.py      independent contradiction labels (policy replay) for comparator precision/recall
-  metrics.py     mismatch D, correctness, avg/pass@k, pass^k, cost metrics, cluster-bootstrap CIs
+  metrics.py     mismatch D over comparable checks, assertion coverage, correctness, avg/pass@k,
+                 pass^k, cost metrics, cluster-bootstrap CIs (None, never NaN, without inputs)
+  attribution.py failure attribution (Fig. 1b), sub-goal adherence (Fig. 2b), CC/CW (Table 23)
+  figure.py      the demo figure: success with CIs, initial vs residual D per condition
   curate.py      ConPAct-R/S SFT rows from logged trajectories
 """

@@ -97,6 +97,15 @@ def _cluster_means(rows, field="success") -> dict:
   return {k: [float(np.mean(v))] for k, v in by_cluster(rows, field).items()}
 
 
+# What condition_row's terse columns count, for the notes under a summary table.
+CONDITION_COLUMNS = (
+    "Columns: `episodes` and `clusters` are counts per condition; `strict` = clusters whose "
+    "every episode succeeded / clusters; `follows_req` = episodes whose receiver followed the "
+    "delivered request / episodes with a request; `calls` (model calls), `wire_B` (bytes on the "
+    "wire), `response_B`, `aggregation_B` and `actions` (executor actions) are means per "
+    "episode; `–` = not applicable.")
+
+
 def condition_row(name: str, rows: list, n_resamples: int = 10_000, seed: int = 0) -> dict:
   n = len(rows)
   wins = sum(bool(r["success"]) for r in rows)

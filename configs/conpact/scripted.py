@@ -3,8 +3,9 @@
 Sokoban and MiniGrid (BabyAI GoTo tasks). Shows, mechanically: the comparator recovers labelled
 injected contradictions (precision/recall vs labels replayed from the policy), injecting the true
 state facts lowers mismatch and raises success (paper Figure 4), the ConPAct-I ablation switches
-(Table 18 layout), and the inference baselines (ReAct, Self-Refine, resampling, Plan-Act).
-Scripted numbers are mechanics, not model results.
+(Table 18 layout), and the inference baselines (ReAct, Self-Refine, resampling, Plan-Act), with
+failure attribution, sub-goal adherence and CC/CW; `demo.png` in the workdir plots success and
+initial vs residual D per condition. Scripted numbers are mechanics, not model results.
 
 python launch.py --config=configs/conpact/scripted.py --workdir=runs/conpact_scripted
 python launch.py --config=configs/conpact/scripted.py:debug=True --workdir=runs/conpact_scripted_dbg

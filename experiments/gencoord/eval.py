@@ -21,15 +21,8 @@ from absl import logging
 from agents.gencoord import data, metrics, protocol, suites
 from agents.gencoord.policies import registry as policies
 from lib import plots, stats, tb
+from lib.progress import progress
 from lib.results import ResultsLog, markdown_table, write_summary
-
-
-# What the condition table's terse columns count (agents/gencoord/metrics.condition_row).
-COLUMNS = ("Columns: `episodes` and `clusters` counted per condition; `strict` = clusters "
-           "whose every episode succeeded / clusters; `follows_req` = episodes whose receiver "
-           "followed the delivered request / episodes with a request; `calls`, `wire_B` (bytes "
-           "on the wire), `response_B`, `aggregation_B` and `actions` (executor actions) are "
-           "means per episode; `–` = not applicable.")
 
 
 def _make_policy(spec, config, episodes):
@@ -84,6 +77,7 @@ def _run_conditions(config, conditions, episodes, log, runner, live):
     extra = {"horizon": vars(spec).get("horizon", "multi")} if config.protocol == "forward" else {}
     if live is not None:
       extra["world"] = live.world_for
+    bar = progress(total=len(todo), desc=spec.name, unit="episode")   # silent without a TTY
     for k in range(0, len(todo), config.batch):
       for rec in runner(todo[k:k + config.batch], policy, spec.condition, **extra):
         row = metrics.episode_row(rec)
@@ -91,6 +85,8 @@ def _run_conditions(config, conditions, episodes, log, runner, live):
         if live is not None:
           row["world_s"] = live.episode_seconds.get(rec.ep.episode_id)
         log.append(json.loads(json.dumps(row, default=list)))
+        bar.update()
+    bar.close()
     logging.info("gencoord_eval: condition %s done (%d episodes)", spec.name, len(todo))
 
 
@@ -111,7 +107,7 @@ def _report(config, workdir, conditions, episodes, rows, writer, live):
   notes = (f"Suite `{config.suite}` ({len(suites.clusters(episodes))} semantic clusters, "
            f"{len(episodes)} role-view episodes per condition); model-free backends, so each "
            f"condition runs once per role view. Cluster-bootstrap CIs use "
-           f"{config.n_resamples} resamples. {COLUMNS}"
+           f"{config.n_resamples} resamples. {metrics.CONDITION_COLUMNS}"
            "\n\n## Paired differences (cluster bootstrap)\n\n"
            + markdown_table(paired))
   summary = {"suite": config.suite, "success": {r["condition"]: r["success_%"] for r in table},

@@ -166,7 +166,11 @@ def run(config, workdir):
                 title=f"World-model audit evaluation ({config.scale_label})",
                 debug=config.get("debug"),
                 notes=("pass@k in percent with task-bootstrap 95% band at the largest k; AF = "
-                       "action failure, LR = TIDE loop ratio (step / trajectory normalised). "
+                       "action failure, LR = TIDE loop ratio (step / trajectory normalised), "
+                       "repeat = repeated steps (all in percent); turns = mean agent turns per "
+                       "episode; env_errors = episodes ended by a simulator error (left out of "
+                       "the other columns); pred_acc = % of held-out transitions predicted "
+                       "correctly; one pass@k figure per (env, regime): passk_<env>_<regime>.png. "
                        f"Prediction accuracy judge: {pred.get('judge', 'none')}."
                        + (" Backends of kind 'scripted' are random stand-ins: mechanics only, "
                           "not model results." if scripted else "")))

@@ -126,6 +126,12 @@ def test_wide_tables_split_and_repeat_the_key_column():
   assert shown == [f"metric_{i}" for i in range(23)]
   two_keys = markdown_table([{"env": "a", "cond": "b", **row}], key=("env", "cond"), max_columns=6)
   assert all(t.startswith("| env | cond |") for t in two_keys.strip().split("\n\n"))
+  # By default the leading text columns are the key (here env, regime, condition).
+  wide = [{"env": "tw", "regime": r, "condition": "BASE", **{f"pass@{k}": k for k in range(12)}}
+          for r in ("list", "no-list")]
+  parts = markdown_table(wide).strip().split("\n\n")
+  assert len(parts) == 2
+  assert all(p.startswith("| env | regime | condition | pass@") for p in parts)
 
 
 def test_debug_runs_are_labelled(tmp_path):

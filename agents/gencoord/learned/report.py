@@ -13,7 +13,7 @@ the title, summary.json and the bar verdict.
 import os
 
 import numpy as np
-from matplotlib.ticker import MaxNLocator
+from matplotlib.ticker import FormatStrFormatter, MaxNLocator
 
 from agents.gencoord import metrics, suites
 from agents.gencoord.learned import visibility_matrix
@@ -87,8 +87,10 @@ def _loss_figure(workdir, train_reports) -> str:
   for name, rep in train_reports.items():
     if rep["history"]:
       steps, losses = zip(*rep["history"])
-      ax.plot(steps, losses, label=name)
+      ax.plot(steps, losses, marker="o", markersize=2, label=name)
   ax.set_yscale("log")
+  for axis_formatter in (ax.yaxis.set_major_formatter, ax.yaxis.set_minor_formatter):
+    axis_formatter(FormatStrFormatter("%g"))       # 0.6, 2, 3 instead of 6x10^-1, 2x10^0
   ax.set_xlabel("optimizer step")
   ax.set_ylabel("target-token loss (nats/token, log scale)")
   ax.set_title("SFT training loss", fontsize=9)
@@ -170,7 +172,8 @@ def write(config, workdir, rows, specs, eps, train_reports, timing, throughput, 
            f"{len(config.seeds)} seed(s). Greedy decoding, outputs capped at 256 tokens. "
            f"Run wall {run_info['wall_s']:.0f} s, process CPU {run_info['cpu_s']:.0f} s "
            f"(data + tokenizer {run_info['data_tokenizer_s']:.1f} s, vocabulary "
-           f"{run_info['vocab']}).\n\n## Training\n\n" + markdown_table(train_table))
+           f"{run_info['vocab']}). {metrics.CONDITION_COLUMNS} `input_tok` / `output_tok` are "
+           f"model tokens per episode.\n\n## Training\n\n" + markdown_table(train_table))
   if paired:
     notes += "\n## Paired differences (cluster bootstrap)\n\n" + markdown_table(paired)
   seeds = per_seed(rows_by, specs)

@@ -72,7 +72,7 @@ def heatmap(workdir: str, matrix: dict, paper: dict, name: str = "visibility_mat
     for j, (motif, view) in enumerate(cols):
       if (m, view, motif) in matrix:
         grid[i, j] = matrix[(m, view, motif)][0]
-  fig, ax = plots.figure(11, 1.6 + 1.1 * len(methods))
+  fig, ax = plots.figure(11, 1.8 + 1.2 * len(methods))
   im = ax.imshow(grid, cmap="viridis", vmin=0, vmax=100, aspect="auto")
   for i, m in enumerate(methods):
     ref = {v: _paper_cells(paper.get(f"{m}/{v}", "")) for v in VIEW_TITLES}
@@ -80,7 +80,7 @@ def heatmap(workdir: str, matrix: dict, paper: dict, name: str = "visibility_mat
       if np.isnan(grid[i, j]):
         continue
       _, lo, hi, n = matrix[(m, view, motif)]
-      text = f"{grid[i, j]:.1f}% [{lo:.0f}, {hi:.0f}]\nn={n}"
+      text = f"{grid[i, j]:.1f}%\n[{lo:.0f}, {hi:.0f}]\nn={n}"
       if ref[view]:
         text += f"\n(paper {ref[view][motifs.MOTIFS.index(motif)]:g}%)"
       ax.text(j, i, text, ha="center", va="center", fontsize=7,
@@ -90,6 +90,7 @@ def heatmap(workdir: str, matrix: dict, paper: dict, name: str = "visibility_mat
   ax.set_yticks(range(len(methods)), [METHOD_TITLES[m] for m in methods], fontsize=8)
   for x in (2.5, 5.5):
     ax.axvline(x, color="white", linewidth=2)
-  ax.set_title("Task-structure visibility: terminal success (%) by motif and view")
+  ax.set_title("Task-structure visibility: terminal success (%) by motif and view\n"
+               "[95% cluster-bootstrap CI], n = episodes, the paper's figure below", fontsize=9)
   fig.colorbar(im, ax=ax, fraction=0.02, label="terminal success (%)")
   return os.path.basename(plots.save(fig, os.path.join(workdir, name)))

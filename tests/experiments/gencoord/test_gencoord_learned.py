@@ -2,6 +2,8 @@
 import json
 import os
 
+import pytest
+
 from configs.gencoord import learned as study_configs
 from configs import quickstart
 from experiments import registry
@@ -23,6 +25,7 @@ def _tiny(c):
 def test_quickstart_pipeline_tiny(tmp_path):
   assert registry.EXPERIMENTS["quickstart"] == "experiments.quickstart"
   c = _tiny(quickstart.get_config("debug=True"))
+  c.debug = True                              # launch.py records the :debug arg the same way
   out = gencoord_learned.run(c, str(tmp_path))
   row = out["table"][0]
   assert row["episodes"] == 4 and row["clusters"] == 2
@@ -33,6 +36,17 @@ def test_quickstart_pipeline_tiny(tmp_path):
             "results.jsonl", "data/direct_dsl.jsonl", "tokenizer/tokenizer.json"):
     assert os.path.exists(tmp_path / f), f
   assert os.listdir(tmp_path / "tb")
+  # A debug run says so: title, strict summary.json, and beside the bar verdict.
+  md = (tmp_path / "summary.md").read_text()
+  assert md.splitlines()[0].endswith("(debug run)") and "nan" not in md
+  bar = next(line for line in md.splitlines() if line.startswith("**Bar**"))
+  assert "debug run" in bar
+  data = json.loads((tmp_path / "summary.json").read_text(),
+                    parse_constant=lambda c: pytest.fail(f"bare {c} in summary.json"))
+  assert data["debug"] is True
+  assert out["figures"] == ["train_loss.png", "success_by_template.png", "ttc.png"]
+  for f in out["figures"]:
+    assert f"]({f})" in md and (tmp_path / f).read_bytes()[:4] == b"\x89PNG"
   train = out["training"][0]
   assert train["rows"] == 64 and train["steps"] == 4
   # Rerun: training resumes at its final checkpoint, finished episodes are skipped.

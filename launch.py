@@ -1,7 +1,7 @@
 r"""The single entry point of every Accord experiment.
 
   python launch.py --config=configs/smoke.py:debug=True --workdir=runs/smoke \
-      [--config.a.b=value ...] [--sweep | --sweep_print] [--verbose]
+      [--config.a.b=value ...] [--sweep | --sweep_print] [--verbose] [--plan]
   python launch.py --help                          # registered experiments and config files
   python launch.py --config=configs/smoke.py --help   # that config's :args and fields
 
@@ -14,8 +14,9 @@ prints one launch command per point for a cluster scheduler instead.
 Before anything is created, the whole command line is checked: a bad config file,
 `:arg`, override, experiment name, workdir, or a configured input path (`*checkpoint`, `*_dir`,
 `*path` fields, `dir/file.jsonl`-like values) that does not exist stops the launch with one line
-on stderr and exit code 2. Other libraries' INFO logs (orbax's checkpoint internals, ...) are
-dropped unless `--verbose`.
+on stderr and exit code 2. The console shows warnings, progress bars (on a terminal) and, at the
+end, the summary table and figure paths (lib/console.py); the run's INFO lines go to log.txt only
+and other libraries' INFO lines (orbax's checkpoint internals, ...) nowhere, unless `--verbose`.
 
 Multi-host: pass --jax_coordinator=host:port --jax_num_processes=N --jax_process_id=i (same
 command on every host) and `jax.distributed.initialize` is called before anything touches JAX.
@@ -23,11 +24,9 @@ command on every host) and `jax.distributed.initialize` is called before anythin
 import ast
 import copy
 import importlib.util
-import logging as std_logging
 import os
 import shlex
 import sys
-import sysconfig
 import tempfile
 import time
 
@@ -36,41 +35,23 @@ from ml_collections import config_flags
 
 from configs import common
 from experiments import registry
-from lib import tb
+from lib import console, memory_plan, tb
+from lib.checkpoint import CheckpointError
+from lib.launch_checks import LaunchError, check_input_paths, config_fields
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Config file, path[:key=value,...].")
 _WORKDIR = flags.DEFINE_string("workdir", None, "Directory for this run's outputs.")
 _SWEEP = flags.DEFINE_bool("sweep", False, "Run every point of the config's sweep().")
 _SWEEP_PRINT = flags.DEFINE_bool("sweep_print", False, "Print one command per sweep point.")
-_VERBOSE = flags.DEFINE_bool("verbose", False, "Keep other libraries' INFO logs (orbax, ...).")
+_VERBOSE = flags.DEFINE_bool("verbose", False, "INFO logs on the console, libraries' too.")
 _COORD = flags.DEFINE_string("jax_coordinator", None, "host:port of process 0 (multi-host).")
 _NPROC = flags.DEFINE_integer("jax_num_processes", None, "Number of processes (multi-host).")
 _PID = flags.DEFINE_integer("jax_process_id", None, "This process's index (multi-host).")
-FLAG_HOLDERS = (_CONFIG, _WORKDIR, _SWEEP, _SWEEP_PRINT, _VERBOSE, _COORD, _NPROC, _PID)
+_PLAN = flags.DEFINE_bool("plan", False, "Write <workdir>/plan.json (memory per device), no run.")
+FLAG_HOLDERS = (_CONFIG, _WORKDIR, _SWEEP, _SWEEP_PRINT, _VERBOSE, _COORD, _NPROC, _PID, _PLAN)
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
-# Config fields that name an input which must exist before the run starts (checkpoints, data and
-# model directories); and value endings that mark a data file given as a path.
-_INPUT_FIELD_ENDINGS = ("checkpoint", "_dir", "path")
-_INPUT_FILE_ENDINGS = (".jsonl", ".json", ".npy", ".npz", ".safetensors", ".txt")
 _HELP_ARGS = ("--help", "-h", "-?", "--list")
-
-
-# Installed third-party code; absl INFO records from files under these are library internals.
-_LIBRARY_DIRS = tuple({os.path.realpath(sysconfig.get_paths()[k]) for k in ("purelib", "platlib")})
-
-
-class LibraryInfoFilter(std_logging.Filter):
-  """Drops INFO/DEBUG records logged from installed libraries (orbax writes hundreds per run)."""
-
-  def filter(self, record: std_logging.LogRecord) -> bool:
-    if record.levelno >= std_logging.WARNING:
-      return True
-    return not os.path.realpath(record.pathname).startswith(_LIBRARY_DIRS)
-
-
-class LaunchError(ValueError):
-  """A bad command line; printed as one line."""
 
 
 def _first_line(error: BaseException) -> str:
@@ -124,31 +105,6 @@ def set_path(config, dotted: str, value) -> None:
   """Sets the dotted field `a.b.c` of `config`; an unknown field raises LaunchError."""
   node, leaf = _get_path(config, dotted)
   node[leaf] = value
-
-
-def _fields(config, prefix: str = ""):
-  """Yields (dotted name, value) for every leaf field of a ConfigDict."""
-  for key in sorted(config.keys()):
-    value = config[key]
-    if hasattr(value, "keys"):
-      yield from _fields(value, f"{prefix}{key}.")
-    else:
-      yield f"{prefix}{key}", value
-
-
-def _check_input_paths(config) -> None:
-  for name, value in _fields(config):
-    if not isinstance(value, str) or not value or "://" in value:
-      continue
-    leaf = name.rsplit(".", 1)[-1]
-    named_input = leaf.endswith(_INPUT_FIELD_ENDINGS)
-    data_file = os.sep in value and value.endswith(_INPUT_FILE_ENDINGS)
-    if not (named_input or data_file):
-      continue
-    if not os.path.exists(value):
-      raise LaunchError(f"config.{name}={value!r} does not exist")
-    if leaf.endswith("checkpoint") and os.path.isdir(value) and not os.listdir(value):
-      raise LaunchError(f"config.{name}={value!r} is an empty directory")
 
 
 def _check_workdir(workdir: str) -> None:
@@ -206,7 +162,7 @@ def check_command_line(argv: list[str]):
   if name not in registry.EXPERIMENTS:
     raise LaunchError(f"unknown experiment {name!r}; valid: {', '.join(registry.names())}")
   _check_workdir(_WORKDIR.value)
-  _check_input_paths(config)
+  check_input_paths(config)
   return module, spec, arg
 
 
@@ -263,7 +219,7 @@ def _config_help(spec: str) -> str:
            ":args (--config=FILE:key=value,...; defaults):"]
   lines += [f"  {k}={_short(v)}" for k, v in arg_defaults.items()] or ["  (none)"]
   lines += ["", f"fields (--config.<field>=value; as resolved{' for :' + arg if arg else ''}):"]
-  lines += [f"  {name} = {_short(value)}" for name, value in _fields(config)]
+  lines += [f"  {name} = {_short(value)}" for name, value in config_fields(config)]
   if hasattr(module, "sweep"):
     lines += ["", "defines sweep(): --sweep runs its points, --sweep_print prints them"]
   return "\n".join(lines)
@@ -319,32 +275,21 @@ def run_one(config, workdir: str):
   os.makedirs(workdir, exist_ok=True)
   with open(os.path.join(workdir, "config.json"), "w", encoding="utf-8") as f:
     f.write(config.to_json_best_effort(indent=2, sort_keys=True))
-  handler = std_logging.FileHandler(os.path.join(workdir, "log.txt"))
-  handler.setFormatter(std_logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
-  absl_logger = logging.get_absl_logger()
-  absl_logger.addHandler(handler)
-  # On the handlers, not the loggers: libraries log through absl and through their own Python
-  # loggers (jax), and both reach the console via the root logger's handler.
-  quieted = [] if _VERBOSE.value else [handler, *std_logging.getLogger().handlers]
-  quiet = LibraryInfoFilter()
-  for h in quieted:
-    h.addFilter(quiet)
-  logging.set_verbosity(logging.INFO)
   tb.writer(workdir)
   run = registry.get(config.experiment)
   start = time.time()
-  logging.info("experiment %s -> %s", config.experiment, workdir)
-  try:
-    result = run(config, workdir)
-  finally:
-    tb.close(workdir)
-    absl_logger.removeHandler(handler)
-    for h in quieted:
-      h.removeFilter(quiet)
-    handler.close()
+  with console.run_logging(workdir, verbose=_VERBOSE.value):
+    logging.info("experiment %s -> %s", config.experiment, workdir)
+    try:
+      result = run(config, workdir)
+    finally:
+      tb.close(workdir)
   outputs = sorted(os.listdir(workdir))
   print(f"[launch] {config.experiment} finished in {time.time() - start:.1f}s; "
         f"results in {workdir}: {', '.join(outputs)}", flush=True)
+  report = console.summary_report(workdir)
+  if report:
+    print(report, flush=True)
   return result
 
 
@@ -360,7 +305,7 @@ def main(argv) -> None:
       with config.unlocked():
         config.debug = debug
   if not (_SWEEP.value or _SWEEP_PRINT.value):
-    run_one(config, _WORKDIR.value)
+    (memory_plan.plan_for_launch if _PLAN.value else run_one)(config, _WORKDIR.value)
     return
   module, spec, arg = _CONFIG_SOURCE
   points = sweep_points(module, arg)
@@ -397,4 +342,8 @@ if __name__ == "__main__":
     print(f"launch.py: error: {e}", file=sys.stderr)
     sys.exit(2)
   # The flags are parsed and checked already; app.run only sets up absl and calls main.
-  app.run(main, flags_parser=lambda argv: argv[:1])
+  try:
+    app.run(main, flags_parser=lambda argv: argv[:1])
+  except CheckpointError as e:  # no intact checkpoint to resume: one line naming the way out
+    print(f"launch.py: error: {e}", file=sys.stderr)
+    sys.exit(2)

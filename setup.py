@@ -53,7 +53,10 @@ EXTRAS = {
     ],
     "gpu": [
         "jax[cuda12]>=0.6,<0.11",
-        "vllm>=0.8",
+        # 0.10.1: the first release with runner="pooling" (the embedding backend) and one that reads
+        # the tokenizer our exporter writes. Its torch pin differs from `test`'s CPU torch==2.13.0,
+        # so `gpu` and `test` are installed into separate environments.
+        "vllm>=0.10.1",
     ],
 }
 

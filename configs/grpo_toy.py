@@ -3,10 +3,12 @@
 python launch.py --config=configs/grpo_toy.py:debug=True --workdir=runs/grpo_toy
 python launch.py --config=configs/grpo_toy.py:reward=coin --workdir=runs/grpo_coin
 python launch.py --config=configs/grpo_toy.py --workdir=runs/grpo_perm --config.grpo.permute_scores=True
+python launch.py --config=configs/grpo_toy.py --workdir=runs/grpo_plan --plan   # memory, no run
 """
 import ml_collections
 
 from configs import common
+from lib.memory_plan import plan_block
 from lib.model_setup import model_block
 
 
@@ -15,6 +17,7 @@ def get_config(arg=None):
   c = ml_collections.ConfigDict()
   c.experiment = "train_grpo"
   c.seed = 0
+  c.start_fresh = False  # True: move existing checkpoints aside, train from step 0
   c.model = model_block(preset="qwen3-tiny", overrides={"vocab_size": 32})
   c.mesh = dict(data=1, fsdp=1)
   # Table 6 of the world-model audit: AdamW (0.9, 0.999), wd 0.01, constant lr, no warm-up, clip
@@ -28,6 +31,11 @@ def get_config(arg=None):
   c.reward = dict(kind=arg.reward, target_id=5, p=0.5)
   c.train = dict(iterations=15 if arg.debug else 60, prompts=8, prompt_len=4, max_new_tokens=4,
                  log_every=5, ckpt_every=5 if arg.debug else 20)
+  # `--plan`: one update of minibatch_prompts x group_size rows with the KL reference resident.
+  g, t = c.grpo, c.train
+  c.plan = plan_block(trainer="grpo", rows=g.get_ref("minibatch_prompts") * g.get_ref("group_size"),
+                      micro_rows=g.get_ref("micro_batch"), response_len=t.get_ref("max_new_tokens"),
+                      seq_len=t.get_ref("prompt_len") + t.get_ref("max_new_tokens"), reference=True)
   return c
 
 

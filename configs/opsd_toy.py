@@ -2,10 +2,12 @@
 
 python launch.py --config=configs/opsd_toy.py:debug=True --workdir=runs/opsd_toy
 python launch.py --config=configs/opsd_toy.py:hint=mismatched --workdir=runs/opsd_mis
+python launch.py --config=configs/opsd_toy.py --workdir=runs/opsd_plan --plan   # memory, no run
 """
 import ml_collections
 
 from configs import common
+from lib.memory_plan import plan_block
 from lib.model_setup import model_block
 
 
@@ -14,6 +16,7 @@ def get_config(arg=None):
   c = ml_collections.ConfigDict()
   c.experiment = "train_opsd"
   c.seed = 0
+  c.start_fresh = False  # True: move existing checkpoints aside, train from step 0
   c.model = model_block(preset="qwen3-tiny", overrides={"vocab_size": 32})
   c.mesh = dict(data=1, fsdp=1)
   # Table 6 (OPSD column): AdamW (0.9, 0.999), wd 0.01, constant lr, clip 1.0, rollout n = 1,
@@ -27,6 +30,12 @@ def get_config(arg=None):
   c.train = dict(iterations=10 if arg.debug else 60, rows=16, prompt_len=4, max_new_tokens=4,
                  eval_rows=32, init_scale=4.0, log_every=5, eval_every=5,
                  ckpt_every=5 if arg.debug else 20)
+  # `--plan`: one update of `minibatch` rows; the frozen teacher is an argument of the step.
+  o, t = c.opsd, c.train
+  c.plan = plan_block(trainer="opsd", rows=o.get_ref("minibatch"),
+                      micro_rows=o.get_ref("micro_batch"),
+                      seq_len=t.get_ref("prompt_len") + t.get_ref("max_new_tokens"),
+                      response_len=t.get_ref("max_new_tokens"))
   return c
 
 

@@ -2,10 +2,12 @@
 
 python launch.py --config=configs/sft_toy.py:debug=True --workdir=runs/sft_toy
 python launch.py --config=configs/sft_toy.py --workdir=runs/sft_toy --config.mesh.fsdp=2
+python launch.py --config=configs/sft_toy.py --workdir=runs/sft_plan --plan   # memory, no run
 """
 import ml_collections
 
 from configs import common
+from lib.memory_plan import plan_block
 from lib.model_setup import model_block
 
 
@@ -21,6 +23,10 @@ def get_config(arg=None):
                  b2=0.999, clip_norm=1.0)
   c.train = dict(steps=40 if arg.debug else 400, batch=16, accum_steps=2, seq_len=16,
                  eval_rows=64, log_every=10, eval_every=20, ckpt_every=20 if arg.debug else 100)
+  # `--plan`: the memory of this SFT step (references, so --config.train.* overrides follow).
+  t = c.train
+  c.plan = plan_block(trainer="sft", rows=t.get_ref("batch"), seq_len=t.get_ref("seq_len"),
+                      micro_rows=t.get_ref("batch") // t.get_ref("accum_steps"))
   return c
 
 

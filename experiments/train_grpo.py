@@ -13,6 +13,7 @@ import numpy as np
 from absl import logging
 
 from lib import grpo, optim, rewards, train_loop
+from lib.progress import progress, show_step
 from lib.results import write_summary
 
 
@@ -44,13 +45,15 @@ def run(config, workdir):
   cfg = grpo.GRPOConfig.from_config(config.grpo)
   sample_fn = grpo.nnx_sample_fn(model, max_new_tokens=c.max_new_tokens,
                                  temperature=cfg.temperature)
-  ckpt, state, start, meta = train_loop.resume(workdir, state)
+  ckpt, state, start, meta = train_loop.resume(workdir, state,
+                                                start_fresh=train_loop.fresh_start(config))
   ref_params = None
   if start:  # the reference is the initial model, not the resumed one
     ref_params = train_loop.setup(config, tx, jax.random.fold_in(key, 0))[2].params
   trainer = grpo.GRPOTrainer(apply_fn, sample_fn, state, tx, cfg, ref_params=ref_params)
   tokens_seen = int(meta.get("tokens_seen", 0))
   history = []
+  bar = progress(total=c.iterations, initial=start, desc="grpo", unit="it")
   for it in range(start, c.iterations):
     ids, mask = prompts(config.seed, it, c.prompts, c.prompt_len, vocab)
     reward_fn = make_reward_fn(config.reward, cfg.group_size,
@@ -59,11 +62,13 @@ def run(config, workdir):
     tokens_seen += m["train_tokens"]
     m["tokens_seen"] = tokens_seen
     history.append(m["reward_mean"])
+    show_step(bar, m)
     train_loop.log_scalars(workdir, it + 1, m, "grpo/")
     if (it + 1) % c.log_every == 0:
       logging.info("grpo iteration %d: %s", it + 1, {k: round(v, 4) for k, v in m.items()})
     if (it + 1) % c.ckpt_every == 0 or it + 1 == c.iterations:
       ckpt.save(it + 1, trainer.state, metadata={"tokens_seen": tokens_seen})
+  bar.close()
   k = max(1, len(history) // 5)
   summary = {"iterations": c.iterations, "reward": config.reward.kind,
              "permute_scores": cfg.permute_scores, "tokens_seen": tokens_seen,

@@ -13,6 +13,7 @@ from absl import logging
 from flax import nnx
 
 from lib import grpo, opsd, optim, rewards, train_loop
+from lib.progress import progress, show_step
 from lib.results import write_summary
 
 HINT = (7, 8, 9)
@@ -50,7 +51,8 @@ def run(config, workdir):
   cfg = opsd.OPSDConfig.from_config(config.opsd)
   sample_fn = grpo.nnx_sample_fn(model, max_new_tokens=c.max_new_tokens,
                                  temperature=cfg.temperature)
-  ckpt, state, start, meta = train_loop.resume(workdir, state)
+  ckpt, state, start, meta = train_loop.resume(workdir, state,
+                                                start_fresh=train_loop.fresh_start(config))
   trainer = opsd.OPSDTrainer(apply_fn, sample_fn, state, tx, cfg, teacher_params=teacher_params)
   evaluate = jax.jit(opsd.make_jsd_eval(apply_fn, cfg))
   eval_batch = dict(trainer.rollout(*prompts(config.seed, 10**6, c.eval_rows, c.prompt_len, vocab,
@@ -59,6 +61,7 @@ def run(config, workdir):
   jsd = lambda: float(evaluate(trainer.state.params, trainer.teacher_params, eval_batch))
   first = meta.get("first_eval_jsd") or jsd()
   tokens_seen = int(meta.get("tokens_seen", 0))
+  bar = progress(total=c.iterations, initial=start, desc="opsd", unit="it")
   for it in range(start, c.iterations):
     student, teacher = prompts(config.seed, it, c.rows, c.prompt_len, vocab, config.task.hint)
     m = trainer.iteration(student, teacher, jax.random.fold_in(jax.random.fold_in(key, 1), it))
@@ -67,11 +70,13 @@ def run(config, workdir):
     if (it + 1) % c.eval_every == 0 or it + 1 == c.iterations:
       m["eval_jsd"] = jsd()
     train_loop.log_scalars(workdir, it + 1, m, "opsd/")
+    show_step(bar, m)
     if (it + 1) % c.log_every == 0:
       logging.info("opsd iteration %d: %s", it + 1, {k: round(v, 4) for k, v in m.items()})
     if (it + 1) % c.ckpt_every == 0 or it + 1 == c.iterations:
       ckpt.save(it + 1, trainer.state, metadata={"tokens_seen": tokens_seen,
                                                  "first_eval_jsd": first})
+  bar.close()
   final = jsd()
   summary = {"iterations": c.iterations, "hint": config.task.hint, "alpha": cfg.alpha,
              "tokens_seen": tokens_seen, "eval_jsd_start": first, "eval_jsd_end": final}

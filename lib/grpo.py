@@ -20,7 +20,7 @@ import numpy as np
 import optax
 from flax import nnx
 
-from lib import optim, rl, rewards
+from lib import optim, rl, rewards, sampling
 from lib.train_state import ApplyFn, TrainState, token_logprobs
 
 
@@ -131,7 +131,6 @@ def nnx_sample_fn(model: nnx.Module, *, max_new_tokens: int, temperature: float 
     sample_fn(params, prompt_ids [R, P] int32 left-padded, prompt_mask [R, P], key) ->
     (tokens [R, N] int32, lengths [R] int32 counting the EOS).
   """
-  from lib import sampling  # the sampler imports the model package; keep this module light
   graphdef, _, rest = nnx.split(model, nnx.Param, ...)
 
   def sample_fn(params, prompt_ids, prompt_mask, key):

@@ -12,6 +12,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from lib import models
+
 _NEXT_STATE = re.compile(r"<next_state>(.*?)</next_state>", re.DOTALL)
 
 
@@ -80,7 +82,6 @@ def model_embedder(model, tokenizer, max_length: int = 512,
   Returns:
     embedder(texts: list[str]) -> [N, D] float32 np.ndarray of unit vectors (jitted per width).
   """
-  from lib import models  # heavy import only when a model-based embedder is built
   eos = tokenizer.pad_token_id
   embed = jax.jit(lambda ids, mask: models.embed(model, ids, mask))
 

@@ -9,6 +9,7 @@ import math
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
+from scipy.stats import beta
 
 ArrayLike = Sequence[float] | np.ndarray
 
@@ -148,7 +149,6 @@ def clopper_pearson(successes: int, n: int, alpha: float = 0.05) -> tuple[float,
   Returns:
     (lo, hi) floats; lo = 0 when x = 0 and hi = 1 when x = n.
   """
-  from scipy.stats import beta  # scipy is a core dependency; imported here to keep import light
   if not 0 <= successes <= n or n == 0:
     raise ValueError(f"need 0 <= successes <= n and n > 0, got {successes}/{n}")
   lo = 0.0 if successes == 0 else beta.ppf(alpha / 2, successes, n - successes + 1)

@@ -5,6 +5,9 @@ logging to TensorBoard.
 Config block `model`: see lib/model_setup.py (checkpoint, preset, overrides, dtype, vocab_size;
 dtype is the compute dtype, master weights stay float32).
 Config block `mesh`: data, fsdp (device counts; data * fsdp <= devices, 1 x 1 = single device).
+Config field `start_fresh` (default False): move the run's existing checkpoints aside
+(`<workdir>/ckpt.discarded-<time>`) and train from step 0 instead of resuming; the way out when no
+checkpoint is intact (`lib.checkpoint.CheckpointError`).
 """
 import os
 from typing import Any
@@ -13,7 +16,7 @@ import jax
 from absl import logging
 
 from lib import sharding, tb
-from lib.checkpoint import Checkpointer
+from lib.checkpoint import Checkpointer, CheckpointError
 from lib.model_setup import build_model, compute_dtype
 from lib.train_state import TrainState, nnx_apply_fn
 
@@ -42,21 +45,41 @@ def setup(config: Any, tx, key: jax.Array):
   return model, apply_fn, state, mesh, state_sh
 
 
-def resume(workdir: str, state: TrainState, max_to_keep: int = 3, subdir: str = "ckpt"):
-  """Restores the latest checkpoint under <workdir>/<subdir>, if any.
+def fresh_start(config: Any) -> bool:
+  """The run config's `start_fresh` switch (False when the config has no such field).
+
+  Args:
+    config: a run config.
+  Returns:
+    whether to discard existing checkpoints instead of resuming.
+  """
+  return bool(config.get("start_fresh", False))
+
+
+def resume(workdir: str, state: TrainState, max_to_keep: int = 3, subdir: str = "ckpt",
+           start_fresh: bool = False):
+  """Restores the latest intact checkpoint under <workdir>/<subdir>, if any.
 
   Args:
     workdir: the run directory.
     state: the fresh state (the restore template).
     max_to_keep: checkpoints the returned checkpointer keeps.
     subdir: checkpoint folder inside workdir.
+    start_fresh: move existing checkpoints aside and start from step 0 (`fresh_start(config)`;
+      `lib.checkpoint.Checkpointer(start_fresh=True)`).
   Returns:
     (checkpointer, state, start_iteration, metadata ({} without a checkpoint)).
+  Raises:
+    CheckpointError: checkpoints exist but none is intact (one line naming the way out).
   """
-  ckpt = Checkpointer(os.path.join(workdir, subdir), max_to_keep=max_to_keep)
+  ckpt = Checkpointer(os.path.join(workdir, subdir), max_to_keep=max_to_keep,
+                      start_fresh=start_fresh)
   if ckpt.latest_step() is None:
     return ckpt, state, 0, {}
-  state, meta = ckpt.restore(template=state)
+  try:
+    state, meta = ckpt.restore(template=state)
+  except CheckpointError as e:
+    raise CheckpointError(f"{e} (launch.py: --config.start_fresh=True)") from None
   logging.info("resumed from iteration %d", meta["step"])
   return ckpt, state, int(meta["step"]), meta
 

@@ -7,6 +7,7 @@ function), so a cycle that only closes at run time through a function-local impo
 import ast
 import os
 import pathlib
+import re
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGES = ("agents", "configs", "envs", "experiments", "lib")
@@ -56,6 +57,12 @@ def _resolve(node: ast.AST, importer: str, is_package: bool) -> list[tuple[str, 
   return out
 
 
+def _reason(comment: str) -> bool:
+  """A comment that says why, not only a linter switch (`pylint: disable=...`, `noqa`)."""
+  text = re.sub(r"pylint:\s*disable=[\w,-]+|noqa(:\s*[A-Z]+\d+(,\s*[A-Z]+\d+)*)?", "", comment)
+  return any(ch.isalpha() for ch in text)
+
+
 def _imports():
   """-> list of (importer, target, name, function_local, lineno, has_comment)."""
   rows = []
@@ -71,8 +78,12 @@ def _imports():
       if not isinstance(node, (ast.Import, ast.ImportFrom)):
         continue
       line = lines[node.lineno - 1]
-      before = lines[node.lineno - 2] if node.lineno >= 2 else ""
-      has_comment = "#" in line or before.strip().startswith("#")
+      above = node.lineno - 2      # the comment may head a block of consecutive imports
+      while above >= 0 and lines[above].strip().startswith(("import ", "from ")):
+        above -= 1
+      before = lines[above].strip() if above >= 0 else ""
+      has_comment = _reason(line.partition("#")[2]) or (
+          before.startswith("#") and _reason(before[1:]))
       is_local = id(node) in local
       targets = _resolve(node, module, path.name == "__init__.py")
       if not targets and is_local:

@@ -32,6 +32,12 @@ def test_smoke_run_writes_config_logs_results_summary_and_tb(tmp_path):
   # The :debug arg reaches config.json and labels the summary (the config sets no such field).
   assert cfg["debug"] is True and json.load(open(os.path.join(wd, "summary.json")))["debug"]
   assert open(os.path.join(wd, "summary.md")).readline().rstrip().endswith("(debug run)")
+  # The console (no TTY: no bars) is short and ends with the summary table; the run's INFO lines
+  # are in log.txt only.
+  console = (r.stderr + r.stdout).strip().splitlines()
+  assert len(console) <= 20 and console[-1].startswith("| 4 |"), r.stderr + r.stdout
+  assert "rows present" not in r.stderr
+  assert "rows present" in open(os.path.join(wd, "log.txt")).read()
   # Resume: a second run into the same workdir redoes nothing.
   r = _launch("--config=configs/smoke.py:debug=True", f"--workdir={wd}", "--config.seed=3")
   assert r.returncode == 0, r.stderr
@@ -143,6 +149,24 @@ def test_missing_or_empty_checkpoint_stops_before_any_work(tmp_path):
   line = _error_creates_nothing(tmp_path, "--config=configs/serve.py",
                                 f"--config.model.checkpoint={tmp_path / 'empty'}")
   assert "is an empty directory" in line
+  (tmp_path / "weights").mkdir()
+  (tmp_path / "weights" / "model.safetensors").write_text("")
+  line = _error_creates_nothing(tmp_path, "--config=configs/serve.py",
+                                f"--config.model.checkpoint={tmp_path / 'weights'}")
+  assert "no config.json there" in line
+  # Nested (backend.model.checkpoint) and in an experiment that would first generate data.
+  line = _error_creates_nothing(tmp_path, "--config=configs/conpact/flax.py:checkpoint=/nope")
+  assert "config.backend.model.checkpoint='/nope' does not exist" in line
+  line = _error_creates_nothing(tmp_path, "--config=configs/gencoord/learned.py",
+                                f"--config.model.checkpoint={tmp_path / 'weights'}")
+  assert line.startswith("launch.py: error: config.model.checkpoint: ")
+
+
+def test_console_shows_info_lines_only_with_verbose(tmp_path):
+  wd = str(tmp_path / "run")
+  r = _launch("--config=configs/smoke.py:debug=True", f"--workdir={wd}", "--verbose")
+  assert r.returncode == 0, r.stderr
+  assert "rows present" in r.stderr
 
 
 def test_help_and_list_show_experiments_and_config_files():
@@ -167,8 +191,8 @@ def test_config_help_lists_args_with_defaults_and_fields():
 def test_library_info_logs_are_quiet_unless_verbose():
   script = textwrap.dedent("""
       import logging, os, sysconfig
-      import launch
-      f = launch.LibraryInfoFilter()
+      from lib import console
+      f = console.LibraryInfoFilter()
       lib = os.path.join(sysconfig.get_paths()["purelib"], "orbax", "checkpoint", "x.py")
       record = lambda path, level: logging.LogRecord("absl", level, path, 1, "m", (), None)
       print(f.filter(record(lib, logging.INFO)), f.filter(record(lib, logging.WARNING)),
@@ -177,3 +201,24 @@ def test_library_info_logs_are_quiet_unless_verbose():
   r = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
                      timeout=300, env=dict(os.environ, JAX_PLATFORMS="cpu"))
   assert r.stdout.split() == ["False", "True", "True"], r.stderr
+
+
+def test_unusable_checkpoints_are_one_line_naming_start_fresh(tmp_path):
+  import glob
+  import jax.numpy as jnp
+  from lib.checkpoint import Checkpointer
+  wd = tmp_path / "run"
+  ckpt = Checkpointer(str(wd / "ckpt"))
+  ckpt.save(1, {"x": jnp.zeros((3,))})
+  ckpt.close()
+  for f in glob.glob(str(wd / "ckpt" / "1" / "state" / "**" / "d" / "*"), recursive=True):
+    with open(f, "r+b") as fh:
+      fh.truncate(10)
+  args = ("--config=configs/grpo_toy.py:debug=True", f"--workdir={wd}",
+          "--config.train.iterations=1")
+  line = _one_line_error(_launch(*args))
+  assert line.startswith("launch.py: error: no intact checkpoint") and "start_fresh=True" in line
+  r = _launch(*args, "--config.start_fresh=True")
+  assert r.returncode == 0, r.stderr
+  assert json.load(open(wd / "summary.json"))["summary"]["iterations"] == 1
+  assert glob.glob(str(wd / "ckpt.discarded-*"))

@@ -24,7 +24,7 @@ def plot_demo(table: Sequence[dict], path: str, title: str, k: int) -> str:
 
   Args:
     table: summary rows (metrics.summarize + env, condition): success, success_ci (lo, hi),
-      rollouts, checks, D_step, comparable, residual_D, contradicted.
+      episodes, checks, D_step, comparable, residual_D, contradicted.
     path: output PNG path.
     title: figure title (says whether numbers come from a scripted policy or a model).
     k: rollouts per instance (success rate = avg@k).
@@ -39,7 +39,7 @@ def plot_demo(table: Sequence[dict], path: str, title: str, k: int) -> str:
     names = [r["condition"] for r in rows]
     success = plots.Bars(None, [_pct(r["success"]) for r in rows],
                          [_pct(r["success_ci"][0]) for r in rows],
-                         [_pct(r["success_ci"][1]) for r in rows], [r["rollouts"] for r in rows])
+                         [_pct(r["success_ci"][1]) for r in rows], [r["episodes"] for r in rows])
     plots.bar_with_ci(ax_s, names, [success], ylabel=f"success = avg@{k} (% of episodes)",
                       title=f"{env}: task success (95% cluster-bootstrap CI, n = episodes)")
     checked = [r for r in rows if r["checks"]] or rows  # one-role methods have no checks

@@ -196,7 +196,7 @@ def summarize(rows, k: int, n_resamples: int = 2000, seed: int = 0) -> dict:
   Returns:
     metric name -> value; None where a metric had no inputs (CIs: (low, high) or None).
   """
-  out = {"rollouts": len(rows), **performance(rows, k), **mismatch(rows), **coverage(rows),
+  out = {"episodes": len(rows), **performance(rows, k), **mismatch(rows), **coverage(rows),
          **correctness(rows), **cost(rows)}
   out["success_ci"] = success_ci(rows, n_resamples, seed)
   out["D_traj_ci"] = mismatch_ci(rows, n_resamples, seed)

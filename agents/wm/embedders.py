@@ -15,6 +15,7 @@ from typing import Any, Callable
 import numpy as np
 
 from lib import model_setup, rewards
+from lib.llm.openai_http import OpenAIBackend
 
 _WORD = re.compile(r"[a-z0-9]+")
 
@@ -45,7 +46,6 @@ def make_embedder(c: Any) -> Callable[[list[str]], np.ndarray]:
       raise FileNotFoundError(f"embedder.path {c['path']!r} has no tokenizer.json")
     return rewards.model_embedder(model, tok, max_length=int(c["max_length"]))
   if kind == "openai":
-    from lib.llm.openai_http import OpenAIBackend  # pylint: disable=import-outside-toplevel
     backend = OpenAIBackend(c["base_url"], c["model"], api_key_env=c["api_key_env"],
                             embed_model=c["model"])
     return lambda texts: np.asarray(backend.embed(list(texts)), np.float32)

@@ -10,11 +10,17 @@ python launch.py --config=configs/wm/train.py:condition=GRPO-GT,env=alfworld,\
 model_dir=$MODELS/Qwen2.5-7B-Instruct,embedder_dir=$MODELS/Qwen3-Embedding-8B \
     --workdir=runs/wm_alfworld_grpo_gt --config.data.train=runs/wm_data/train.jsonl
 python launch.py --config=configs/wm/train.py --sweep --workdir=runs/wm_alfworld   # every condition
+Memory plan at paper scale (`scale=paper`: Qwen2.5-7B policy and Qwen3-Embedding-8B shapes from the
+built-in presets, no download; `model_dir` still names the weights of a real run), no training:
+XLA_FLAGS=--xla_force_host_platform_device_count=8 python launch.py \
+    --config=configs/wm/train.py:scale=paper --workdir=runs/wm_plan --plan \
+    --config.mesh.fsdp=8 --config.plan.device_memory_gib=80
 """
 import ml_collections
 
 from agents.wm.conditions import CONDITIONS
 from configs import common
+from lib.memory_plan import plan_block
 from lib.model_setup import model_block
 
 # Table 6: max input length 1,536 (ALFWorld) / 2,560 (ScienceWorld) tokens, output 512.
@@ -24,16 +30,21 @@ MAX_INPUT = {"alfworld": 1536, "scienceworld": 2560, "textworld": 1536, "": 2560
 def get_config(arg=None):
   arg = common.parse_arg(arg, debug=False, condition="GRPO-GT", env="", model_dir="",
                          embedder="qwen", embedder_dir="", base_url="http://127.0.0.1:8001/v1",
-                         embed_model="Qwen3-Embedding-8B")
+                         embed_model="Qwen3-Embedding-8B", scale="")
   if arg.condition not in CONDITIONS:
     raise ValueError(f"unknown condition {arg.condition!r}; valid: {', '.join(CONDITIONS)}")
+  if arg.scale not in ("", "paper"):
+    raise ValueError(f"unknown scale {arg.scale!r}; valid: '' (default), 'paper'")
+  paper = arg.scale == "paper"
   c = ml_collections.ConfigDict()
   c.experiment = "wm/train"
   c.seed = 0
+  c.start_fresh = False  # True: move existing checkpoints aside, train from step 0
   c.condition = arg.condition
   c.data = dict(train="", env=arg.env, mis_seed=0, limit=0)   # train.jsonl from wm_data
   # checkpoint "" = a tiny random model (CPU scale) with a BPE trained on the samples.
-  c.model = model_block(checkpoint="" if arg.debug else arg.model_dir, preset="qwen3-tiny",
+  c.model = model_block(checkpoint="" if arg.debug else arg.model_dir,
+                        preset="qwen2.5-7b" if paper else "qwen3-tiny",
                         vocab_size=512, dtype="float32" if arg.debug else "bfloat16")
   # Table 6: AdamW (0.9, 0.999), lr 1e-6, weight decay 0.01, constant schedule, no warm-up,
   # gradient-norm clip 1.0.
@@ -67,6 +78,20 @@ def get_config(arg=None):
   if arg.debug:
     c.grpo.group_size, c.grpo.minibatch_prompts, c.opsd.minibatch = 4, 4, 4
     c.optim.lr = 1e-3            # a random tiny model moves visibly only with a larger step
+  # The mesh is read by `--plan` only: the trainer itself does not shard yet (issue #19).
+  c.mesh = dict(data=1, fsdp=1)
+  # `--plan`: one GRPO / OPSD update with the float32 KL reference and the bf16 embedder resident.
+  cond, t = CONDITIONS[arg.condition], c.train
+  block = c.opsd if cond.trainer == "opsd" else c.grpo
+  rows = (block.get_ref("minibatch") if cond.trainer == "opsd"
+          else block.get_ref("minibatch_prompts") * block.get_ref("group_size"))
+  in_process = paper and cond.reward == "embedding" and arg.embedder == "qwen"
+  embedder = "qwen3-embedding-8b" if in_process else ""
+  c.plan = plan_block(trainer=cond.trainer or "grpo", rows=rows,   # BASE: planned as GRPO
+                      micro_rows=block.get_ref("micro_batch"),
+                      seq_len=t.get_ref("max_input_tokens") + t.get_ref("max_output_tokens"),
+                      response_len=t.get_ref("max_output_tokens"),
+                      reference=cond.trainer == "grpo", embedder=embedder)
   return c
 
 

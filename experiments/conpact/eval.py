@@ -159,7 +159,7 @@ def run(config, workdir):
       for a in sorted(set(per_spec)):
         group = [s for s, b in zip(specs, per_spec) if b == a]
         loop = HostLoop(backend, action_budget=a, call_budget=a, max_live=config.max_live,
-                        seed=config.seed, show_progress=False)
+                        seed=config.seed, progress_desc=f"{env}/{cond['name']}")
         out = loop.run(group, log)
         logging.info("%s/%s A=C=%d: %s", env, cond["name"], a,
                      {k: out[k] for k in ("run", "skipped", "steps")})
@@ -193,11 +193,11 @@ def run(config, workdir):
   summary = {"label": label, "table": table, "ablation": ablation, "comparator": comparator}
   k = config.rollouts
   cols = ["env", "condition", f"avg@{k}", f"pass@{k}", f"pass^{k}", "success", "success_ci",
-          "return", "steps", "rollouts"]
+          "return", "steps", "episodes"]
   path = write_summary(workdir, summary, _md_rows(table, cols),
                        title=f"ConPAct inference ({label})",
-                       notes=f"{k} rollouts per instance (rollouts = episodes per row); CIs: 95% "
-                             "cluster bootstrap over instances.")
+                       notes=f"{k} rollouts per instance; `episodes` = instances x rollouts of "
+                             "the row; CIs: 95% cluster bootstrap over instances.")
   png = figure.plot_demo(table, os.path.join(workdir, "demo.png"), f"ConPAct ({label})", k)
   with open(path, "a", encoding="utf-8") as f:
     for title, more in REPORT_TABLES.items():
@@ -212,5 +212,4 @@ def run(config, workdir):
       f.write(f"\n## Comparator vs independently labelled contradictions ({label})\n\n")
       f.write(markdown_table(_md_rows(comparator, list(comparator[0]))))
     f.write(f"\nFigure: {png}\n")
-  print(open(path, encoding="utf-8").read(), flush=True)
-  return summary
+  return summary   # launch.py prints the summary's head and the figure paths (lib/console.py)

@@ -26,6 +26,7 @@ from absl import logging
 
 from agents.wm import conditions, data, embedders, policy
 from lib import grpo, opsd, optim, train_loop
+from lib.progress import progress, show_step
 from lib.results import write_summary
 from lib.rewards import extract_next_state
 from lib.train_state import TrainState, nnx_apply_fn
@@ -106,7 +107,8 @@ def run(config, workdir):
   apply_fn, params = nnx_apply_fn(model, compute_dtype=dtype)
   state = TrainState.create(params, tx)
   initial = jax.tree.map(jnp.copy, state.params)   # GRPO reference / OPSD teacher
-  ckpt, state, start, meta = train_loop.resume(workdir, state)
+  ckpt, state, start, meta = train_loop.resume(workdir, state,
+                                                start_fresh=train_loop.fresh_start(config))
   sample_kw = dict(max_new_tokens=c.max_output_tokens, eos_ids=policy.eos_ids(tok, model),
                    pad_id=prompts.pad_id)
   decode = lambda row, n: policy.decode(tok, row, n)
@@ -129,6 +131,7 @@ def run(config, workdir):
   history = list(meta.get("reward_history", []))
   stats = list(meta.get("stats_history", []))   # per iteration: what the trainer saw
   pad = c.pad_prompts_to or 16
+  bar = progress(total=steps, initial=start, desc=cond.name, unit="it")
   for it in range(start, steps):
     idx = prompts.batch_indices(config.seed, it, batch)
     it_key = jax.random.fold_in(jax.random.fold_in(key, 1), it)
@@ -167,6 +170,7 @@ def run(config, workdir):
     tokens_seen += int(m["train_tokens"])
     m["tokens_seen"] = tokens_seen
     train_loop.log_scalars(workdir, it + 1, m, f"{cond.trainer}/")
+    show_step(bar, m)
     if (it + 1) % c.log_every == 0:
       logging.info("%s iteration %d: %s", cond.name, it + 1,
                    {k: round(v, 4) for k, v in m.items()})
@@ -176,6 +180,7 @@ def run(config, workdir):
                                                  "reward_history": history,
                                                  "stats_history": stats,
                                                  "wall_s": wall, "cpu_s": cpu})
+  bar.close()
   final_params = trainer.state.params if cond.trainer else state.params
   hf_dir = policy.export(model, final_params, tok, os.path.join(workdir, "hf")) if c.export else ""
   k = max(1, len(history) // 5)

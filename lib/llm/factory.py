@@ -17,6 +17,11 @@ Scripted backends need a policy object, passed as `policy=`; their config holds 
 from typing import Any, Callable
 
 from lib.llm.backend import Backend
+from lib.llm.flax_backend import FlaxBackend
+from lib.llm.openai_http import OpenAIBackend
+from lib.llm.scripted import ScriptedBackend
+# vllm_backend imports vLLM itself only when a VLLMBackend is constructed.
+from lib.llm.vllm_backend import VLLMBackend
 from lib.model_setup import model_block
 
 DEFAULTS: dict[str, dict[str, Any]] = {
@@ -62,7 +67,6 @@ def backends_config(kind: str, **sections: dict) -> dict:
 
 def _flax(c: dict, workdir: str | None, policy) -> Backend:
   del policy
-  from lib.llm.flax_backend import FlaxBackend  # pylint: disable=import-outside-toplevel
   if not c["model"]["checkpoint"] and workdir is None:
     raise ValueError("the embedded tiny flax model needs a workdir for its tokenizer")
   return FlaxBackend.from_block(c["model"], tokenizer_dir=workdir and f"{workdir}/tiny_model",
@@ -72,7 +76,6 @@ def _flax(c: dict, workdir: str | None, policy) -> Backend:
 
 def _openai(c: dict, workdir: str | None, policy) -> Backend:
   del workdir, policy
-  from lib.llm.openai_http import OpenAIBackend  # pylint: disable=import-outside-toplevel
   return OpenAIBackend(c["base_url"], c["model"], api_key_env=c["api_key_env"],
                        embed_model=c["embed_model"] or None,
                        max_concurrency=c["max_concurrency"], timeout_s=c["timeout_s"],
@@ -83,7 +86,6 @@ def _openai(c: dict, workdir: str | None, policy) -> Backend:
 
 def _vllm(c: dict, workdir: str | None, policy) -> Backend:
   del workdir, policy
-  from lib.llm.vllm_backend import VLLMBackend  # pylint: disable=import-outside-toplevel
   if not c["model"]:
     raise ValueError("backend.model must name a local model directory for kind='vllm'")
   return VLLMBackend(c["model"], embed=c["embed"], seed=c["seed"],
@@ -94,7 +96,6 @@ def _vllm(c: dict, workdir: str | None, policy) -> Backend:
 
 def _scripted(c: dict, workdir: str | None, policy) -> Backend:
   del workdir
-  from lib.llm.scripted import ScriptedBackend  # pylint: disable=import-outside-toplevel
   if policy is None:
     raise ValueError("kind='scripted' needs make_backend(..., policy=<ScriptedPolicy>)")
   return ScriptedBackend(policy, seed=c["seed"])

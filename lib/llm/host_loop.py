@@ -87,12 +87,14 @@ class HostLoop:
   """Drives agents in host-loop envs against one backend.
 
   action_budget A and call_budget C are per episode; `max_live` caps concurrently live episodes
-  (None: all at once), `default_params` serves requests without their own params.
+  (None: all at once), `default_params` serves requests without their own params. An episode bar
+  (`progress_desc`) is drawn on a terminal only (lib/progress.py); `show_progress=False` never.
   """
 
   def __init__(self, backend: Backend, *, action_budget: int, call_budget: int,
                default_params: SamplingParams = SamplingParams(), max_live: int | None = None,
                seed: int = 0, max_attempts: int = 3, show_progress: bool = True,
+               progress_desc: str = "episodes",
                success_fn: Callable[[float, bool, dict], bool] = default_success):
     if action_budget < 1 or call_budget < 0:
       raise ValueError(f"need action_budget >= 1 and call_budget >= 0, got "
@@ -105,6 +107,7 @@ class HostLoop:
     self.seed = seed
     self.max_attempts = max_attempts
     self.show_progress = show_progress
+    self.progress_desc = progress_desc
     self.success_fn = success_fn
     self.steps = 0  # batched backend calls made by the last run()
 
@@ -229,7 +232,7 @@ class HostLoop:
     written = 0
     cap = self.max_live or len(todo) or 1
     quiet = {} if self.show_progress else {"disable": True}
-    bar = progress(total=len(todo), desc="episodes", **quiet)
+    bar = progress(total=len(todo), desc=self.progress_desc, unit="episode", **quiet)
     while queue or live:
       while queue and len(live) < cap:
         live.append(self._start(*queue.pop()))

@@ -29,3 +29,9 @@ def test_trainer_blocks_map_onto_dataclasses():
   assert (ocfg.alpha, ocfg.is_clip) == (0.5, 2.0)
   with pytest.raises(ValueError, match="unknown GRPOConfig fields"):
     grpo.GRPOConfig.from_config({"clip_epsilon": 0.2})
+
+
+@pytest.mark.parametrize("name", ("grpo_toy", "opsd_toy", "wm.train"))
+def test_trainer_configs_have_the_start_fresh_switch_off(name):
+  c = importlib.import_module(f"configs.{name}").get_config("debug=True")
+  assert c.start_fresh is False   # lib.train_loop.fresh_start; --config.start_fresh=True

@@ -13,8 +13,8 @@ from agents.gencoord.episode import LocalContext
 NO_PROPOSAL = "SELF -\nREQ -"      # a legal program with no commitment content
 
 
-class CommitmentPolicy(Protocol):
-  """Local contexts in, Short DSL out.
+class PolicyIdentity(Protocol):
+  """What every policy declares about itself.
 
   Attributes:
     name: the policy's name in result rows.
@@ -28,6 +28,10 @@ class CommitmentPolicy(Protocol):
   learned_calls: int
   surface: str
 
+
+class CommitmentPolicy(PolicyIdentity, Protocol):
+  """Local contexts in, Short DSL out."""
+
   def generate(self, contexts: Sequence[LocalContext]) -> list[str]:
     """One stage's generations.
 
@@ -39,13 +43,10 @@ class CommitmentPolicy(Protocol):
     ...
 
 
-class RawTextPolicy(Protocol):
+class RawTextPolicy(PolicyIdentity, Protocol):
   """A policy whose outputs stay on its `surface` until the loop decodes them: text generators
   on non-DSL surfaces (the forward loop reads their raw sender outputs for the wire payload) and
   free-form dialogue speakers (`protocol.run_dialogue` reads only raw turns)."""
-  name: str
-  learned_calls: int
-  surface: str
 
   def generate_raw(self, contexts: Sequence[LocalContext]) -> list[str]:
     """One stage's (or dialogue turn's) outputs on `surface`, unconverted.

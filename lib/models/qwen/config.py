@@ -158,7 +158,8 @@ def _qwen3(**kw) -> QwenConfig:
   return QwenConfig(model_type="qwen3", **{**base, **kw})
 
 
-# Real sizes follow the released config.json files; the tiny ones exist for tests and benchmarks.
+# Real sizes follow the released config.json files on the Hugging Face Hub (Qwen/<name>); the tiny
+# ones exist for tests and benchmarks.
 PRESETS: dict[str, QwenConfig] = {
     "qwen2.5-0.5b": _qwen2(vocab_size=151936, hidden_size=896, intermediate_size=4864, num_layers=24,
                            num_heads=14, num_kv_heads=2, head_dim=64, tie_word_embeddings=True),
@@ -174,6 +175,15 @@ PRESETS: dict[str, QwenConfig] = {
                        num_heads=32, num_kv_heads=8, head_dim=128, tie_word_embeddings=True),
     "qwen3-8b": _qwen3(vocab_size=151936, hidden_size=4096, intermediate_size=12288, num_layers=36,
                        num_heads=32, num_kv_heads=8, head_dim=128, tie_word_embeddings=False),
+    # Qwen/Qwen3-32B config.json: hidden 5120, 64 layers, 64 q / 8 kv heads of 128, MLP 25600.
+    "qwen3-32b": _qwen3(vocab_size=151936, hidden_size=5120, intermediate_size=25600, num_layers=64,
+                        num_heads=64, num_kv_heads=8, head_dim=128, tie_word_embeddings=False),
+    # Qwen/Qwen3-Embedding-8B config.json (the Qwen3-8B trunk, vocab 151665). Its checkpoint holds
+    # no lm_head (embeddings come from the last hidden state), so the head is tied here: the
+    # parameter count is the checkpoint's 7.57B, not Qwen3-8B's 8.19B.
+    "qwen3-embedding-8b": _qwen3(vocab_size=151665, hidden_size=4096, intermediate_size=12288,
+                                 num_layers=36, num_heads=32, num_kv_heads=8, head_dim=128,
+                                 tie_word_embeddings=True),
     "qwen3-embedding-0.6b": _qwen3(vocab_size=151669, hidden_size=1024, intermediate_size=3072,
                                    num_layers=28, num_heads=16, num_kv_heads=8, head_dim=128,
                                    tie_word_embeddings=True, max_position_embeddings=32768),

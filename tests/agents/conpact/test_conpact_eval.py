@@ -49,6 +49,9 @@ def test_comparator_precision_recall_and_injection(run_dir):
   assert rows["conpact_i"]["discussion_rate"] == 1.0
   md = open(os.path.join(run_dir, "summary.md")).read()
   assert "SCRIPTED" in md and "Table 18 layout" in md
+  # The column counts episodes (instances x rollouts), and is named for them.
+  assert all(r["episodes"] == 3 * 2 and "rollouts" not in r for r in rows.values())
+  assert "| steps | episodes |" in md and "| rollouts |" not in md
   assert rows["react"]["checks"] == 0
 
 

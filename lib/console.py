@@ -1,0 +1,94 @@
+"""What a launched run shows on the console and writes to its log file.
+
+By default the console gets warnings, errors, the progress bars (`lib.progress`, on a terminal
+only) and, at the end, the run's summary table with the paths of its figures (`summary_report`);
+the run's own INFO lines go to <workdir>/log.txt only, and other libraries' INFO lines (orbax's
+checkpoint internals, hundreds per run) nowhere. `verbose=True` sends everything everywhere.
+"""
+import contextlib
+import glob
+import logging as std_logging
+import os
+import sysconfig
+from typing import Iterator
+
+from absl import logging
+
+# Installed third-party code; INFO records from files under these are library internals.
+_LIBRARY_DIRS = tuple({os.path.realpath(sysconfig.get_paths()[k]) for k in ("purelib", "platlib")})
+
+
+class LibraryInfoFilter(std_logging.Filter):
+  """Drops INFO/DEBUG records logged from installed libraries (orbax writes hundreds per run)."""
+
+  def filter(self, record: std_logging.LogRecord) -> bool:
+    if record.levelno >= std_logging.WARNING:
+      return True
+    return not os.path.realpath(record.pathname).startswith(_LIBRARY_DIRS)
+
+
+class WarningsOnly(std_logging.Filter):
+  """Keeps WARNING and above (the console of a non-verbose run)."""
+
+  def filter(self, record: std_logging.LogRecord) -> bool:
+    return record.levelno >= std_logging.WARNING
+
+
+@contextlib.contextmanager
+def run_logging(workdir: str, verbose: bool = False) -> Iterator[None]:
+  """absl INFO logging into <workdir>/log.txt, the console limited to warnings, while inside.
+
+  Args:
+    workdir: the run directory (must exist).
+    verbose: keep every INFO line, libraries' included, on the console and in log.txt.
+  Returns:
+    a context manager; leaving it removes the handler and filters again.
+  """
+  handler = std_logging.FileHandler(os.path.join(workdir, "log.txt"))
+  handler.setFormatter(std_logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+  absl_logger = logging.get_absl_logger()
+  absl_logger.addHandler(handler)
+  # On the handlers, not the loggers: libraries log through absl and through their own Python
+  # loggers (jax), and both reach the console via the root logger's handlers.
+  console = [] if verbose else std_logging.getLogger().handlers[:]
+  filters = [] if verbose else [(handler, LibraryInfoFilter())] + [(h, WarningsOnly())
+                                                                    for h in console]
+  for h, f in filters:
+    h.addFilter(f)
+  logging.set_verbosity(logging.INFO)
+  try:
+    yield
+  finally:
+    absl_logger.removeHandler(handler)
+    for h, f in filters:
+      h.removeFilter(f)
+    handler.close()
+
+
+def summary_report(workdir: str, max_lines: int = 40) -> str:
+  """The run's summary.md (without image links, at most `max_lines` lines) and its figures.
+
+  Args:
+    workdir: the run directory.
+    max_lines: summary lines shown; a longer summary ends with a pointer to the file.
+  Returns:
+    text ending with "figures:" and one absolute PNG path per line ("" when the run wrote
+    neither summary.md nor figures).
+  """
+  lines: list[str] = []
+  path = os.path.join(workdir, "summary.md")
+  if os.path.isfile(path):
+    with open(path, encoding="utf-8") as f:
+      for line in f:
+        line = line.rstrip()
+        if line.startswith("![") or (not line and (not lines or not lines[-1])):
+          continue
+        lines.append(line)
+    while lines and not lines[-1]:
+      lines.pop()
+    if len(lines) > max_lines:
+      lines = lines[:max_lines] + [f"... ({len(lines) - max_lines} more lines in {path})"]
+  figures = sorted(glob.glob(os.path.join(os.path.abspath(workdir), "*.png")))
+  if figures:
+    lines += ["", "figures:"] + [f"  {p}" for p in figures]
+  return "\n".join(lines)

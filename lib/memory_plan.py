@@ -1,0 +1,343 @@
+"""Memory plan of a training run, computed before any weight is allocated.
+
+The model, its AdamW state, the frozen reference and the embedder are built as abstract arrays
+(`nnx.eval_shape` / `jax.eval_shape`), the real train step (`lib.sft`, `lib.grpo` or `lib.opsd`)
+is lowered and compiled for the configured ("data", "fsdp") mesh with abstract inputs, and XLA's
+`memory_analysis()` gives the bytes one device needs. On CPU the mesh comes from forced host
+devices (`XLA_FLAGS=--xla_force_host_platform_device_count=8`) and the device memory from
+`plan.device_memory_gib`, so plans for 1 x 80 GB or 8 x 80 GB are computed on a laptop.
+
+Config block `plan` (`plan_block(**fields)` fills the defaults and rejects unknown fields):
+  trainer            "sft" | "grpo" | "opsd": which step is compiled
+  rows               sequences per optimizer step (GRPO: prompts x group size)
+  micro_rows         rows per accumulation micro-batch (0 = all rows at once)
+  seq_len            tokens per row (prompt + response)
+  response_len       scored response tokens per row (grpo / opsd; also the rollout's new tokens)
+  reference          a frozen copy of the initial weights is resident (GRPO's KL reference; the
+                     OPSD teacher is always counted, it is an argument of its step)
+  embedder           a `lib.models` preset resident beside the policy ("" = none)
+  embedder_dtype     its weight dtype
+  device_memory_gib  the target device's memory; 0 = ask the device (`memory_stats`)
+  compile            False: analytic breakdown only (seconds instead of minutes for 30B models)
+
+Per device: `per_device_bytes` = the compiled step's arguments + outputs + temporaries - aliased
+(donated) bytes, plus what lives outside the step (reference for GRPO, embedder, rollout KV
+cache). The analytic breakdown beside it counts each resident piece from the shardings.
+
+    plan = memory_plan.compute(config)            # config with model, mesh, optim, plan blocks
+    memory_plan.write(plan, workdir)              # plan.json (strict JSON) + a printed table
+"""
+import dataclasses
+import json
+import os
+import sys
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+
+from lib import grpo, models, opsd, optim, sft, sharding
+from lib.model_setup import compute_dtype, model_block
+from lib.models.qwen3_5.config import PRESETS as QWEN3_5_PRESETS
+from lib.train_state import TrainState, nnx_apply_fn
+
+GIB = 2**30
+TRAINERS = ("sft", "grpo", "opsd")
+PLAN_BLOCK_DEFAULTS: dict[str, Any] = dict(
+    trainer="sft", rows=8, micro_rows=0, seq_len=128, response_len=0, reference=False,
+    embedder="", embedder_dtype="bfloat16", device_memory_gib=0.0, compile=True)
+
+
+def plan_block(**fields) -> dict:
+  """The complete `plan` config block: PLAN_BLOCK_DEFAULTS with `fields` replaced.
+
+  Args:
+    **fields: any PLAN_BLOCK_DEFAULTS field.
+  Returns:
+    A new dict with every field.
+  Raises:
+    KeyError: a field that is not part of the block (the message lists the valid ones).
+  """
+  unknown = set(fields) - set(PLAN_BLOCK_DEFAULTS)
+  if unknown:
+    raise KeyError(f"plan block has no fields {sorted(unknown)}; "
+                   f"valid: {', '.join(PLAN_BLOCK_DEFAULTS)}")
+  return {**PLAN_BLOCK_DEFAULTS, **fields}
+
+
+def arch_config(block: Any):
+  """The architecture of a `model` block without loading weights: the checkpoint's config.json
+  when `checkpoint` is set, else the preset (Qwen2/3 or Qwen3.5) with its overrides.
+
+  Args:
+    block: a `model` block (dict or ConfigDict).
+  Returns:
+    A QwenConfig or Qwen35Config.
+  """
+  block = model_block(**dict(block))
+  if block["checkpoint"]:
+    with open(os.path.join(block["checkpoint"], "config.json")) as f:
+      hf = json.load(f)
+    if hf.get("model_type", "").startswith("qwen3_5"):
+      return models.Qwen35Config.from_hf(hf)
+    return models.QwenConfig.from_hf(hf)
+  name, overrides = block["preset"], dict(block["overrides"])
+  if name in QWEN3_5_PRESETS:
+    return QWEN3_5_PRESETS[name].replace(**overrides)
+  return models.preset(name, **overrides)
+
+
+def abstract_model(config, dtype: str = "float32"):
+  """The model of `config` with ShapeDtypeStruct leaves (nothing allocated).
+
+  Args:
+    config: a QwenConfig or Qwen35Config.
+    dtype: the parameter dtype.
+  Returns:
+    An abstract Qwen / Qwen35 (`nnx.state(model, nnx.Param)` gives its parameter shapes).
+  """
+  return nnx.eval_shape(lambda: models.build(config, rngs=nnx.Rngs(0), dtype=dtype))
+
+
+def per_device_bytes(tree: Any, shardings: Any = None) -> int:
+  """Bytes one device holds of a pytree.
+
+  Args:
+    tree: arrays or ShapeDtypeStructs.
+    shardings: a matching tree of NamedShardings; None = every leaf whole on one device.
+  Returns:
+    The sum over leaves of the shard's element count times the itemsize.
+  """
+  leaves = jax.tree.leaves(tree)
+  shs = [None] * len(leaves) if shardings is None else jax.tree.leaves(shardings)
+  total = 0
+  for x, sh in zip(leaves, shs):
+    shape = tuple(x.shape) if sh is None else sh.shard_shape(tuple(x.shape))
+    total += int(np.prod(shape, dtype=np.int64)) * jnp.dtype(x.dtype).itemsize
+  return total
+
+
+def _sds(shape, dtype, sh=None):
+  return jax.ShapeDtypeStruct(shape, jnp.dtype(dtype), sharding=sh)
+
+
+def _batch(trainer: str, p: dict, bsh) -> dict:
+  """Abstract batch of the step `trainer` (dtypes of lib.sft / lib.grpo / lib.opsd)."""
+  r, t, n = p["rows"], p["seq_len"], p["response_len"]
+  ids = lambda length: _sds((r, length), jnp.int32, bsh)
+  if trainer == "sft":
+    return {"input_ids": ids(t), "attention_mask": ids(t), "loss_mask": ids(t)}
+  if trainer == "grpo":
+    return {"input_ids": ids(t), "attention_mask": ids(t), "response_mask": ids(n),
+            "old_logp": _sds((r, n), jnp.float32, bsh), "ref_logp": _sds((r, n), jnp.float32, bsh),
+            "advantages": _sds((r,), jnp.float32, bsh)}
+  return {"student_ids": ids(t), "student_mask": ids(t), "teacher_ids": ids(t),
+          "teacher_mask": ids(t), "tokens": ids(n), "loss_mask": ids(n),
+          "old_logp": _sds((r, n), jnp.float32, bsh)}
+
+
+def kv_cache_bytes(config, rows: int, length: int, dtype) -> int:
+  """Bytes of the rollout KV cache (full-attention layers; Qwen3.5's DeltaNet layers keep a
+  fixed-size recurrent state instead, not counted).
+
+  Args:
+    config: a QwenConfig or Qwen35Config.
+    rows: sequences in the cache (on this device).
+    length: prompt + generated tokens per sequence.
+    dtype: the cache dtype (the compute dtype).
+  Returns:
+    2 (k, v) x full-attention layers x kv heads x head_dim x rows x length x itemsize.
+  """
+  itemsize = jnp.dtype(dtype).itemsize
+  full = config.num_layers
+  if isinstance(config, models.Qwen35Config):
+    full = sum(kind == "full_attention" for kind in config.layer_types)
+  per_token = 2 * config.num_kv_heads * config.head_dim * itemsize
+  return full * rows * length * per_token
+
+
+def _activation_estimate(config, rows: int, seq_len: int) -> int:
+  """Rough activation bytes of one micro-batch's forward + backward without rematerialisation
+  (used only when the step is not compiled): 16 bytes per token, hidden unit and layer, plus three
+  float32 [rows, T, V] buffers (logits, softmax, their gradient)."""
+  return (rows * seq_len * (16 * config.hidden_size * config.num_layers
+                            + 3 * 4 * config.vocab_size))
+
+
+@dataclasses.dataclass
+class Plan:
+  """The result of `compute`; `to_json()` is what plan.json holds."""
+  model: str
+  trainer: str
+  mesh: dict
+  per_device_bytes: int
+  device_memory_bytes: int | None
+  fits: bool | None
+  compiled: bool
+  breakdown: dict
+  memory_analysis: dict | None
+
+  def to_json(self) -> dict:
+    return dataclasses.asdict(self)
+
+
+def _device_memory(p: dict) -> int | None:
+  if p["device_memory_gib"]:
+    return int(p["device_memory_gib"] * GIB)
+  stats = jax.devices()[0].memory_stats()   # None on CPU
+  return int(stats["bytes_limit"]) if stats and "bytes_limit" in stats else None
+
+
+def _step(trainer: str, apply_fn, tx, accum: int):
+  if trainer == "sft":
+    return sft.make_sft_step(apply_fn, tx, accum_steps=accum)
+  if trainer == "grpo":
+    return grpo.make_grpo_step(apply_fn, tx, grpo.GRPOConfig(), accum_steps=accum)
+  return opsd.make_opsd_step(apply_fn, tx, opsd.OPSDConfig(), accum_steps=accum)
+
+
+def compute(config: Any, compile_step: bool | None = None) -> Plan:
+  """The memory plan of a run config.
+
+  Args:
+    config: a run config with `model`, `mesh` (data, fsdp), `optim` and `plan` blocks.
+    compile_step: overrides `plan.compile` (False: analytic only).
+  Returns:
+    A Plan. `fits` is None when the device memory is unknown (CPU without device_memory_gib).
+  Raises:
+    ValueError: an unknown trainer, or rows not divisible by data x fsdp or by micro_rows.
+  """
+  p = plan_block(**dict(config.plan))
+  trainer = p["trainer"]
+  if trainer not in TRAINERS:
+    raise ValueError(f"unknown plan.trainer {trainer!r}; valid: {', '.join(TRAINERS)}")
+  mesh = sharding.make_mesh(config.mesh.data, config.mesh.fsdp)
+  n_batch = config.mesh.data * config.mesh.fsdp
+  micro = p["micro_rows"] or p["rows"]
+  if p["rows"] % micro or micro % n_batch:
+    raise ValueError(f"plan.rows={p['rows']} must be a multiple of micro_rows={micro}, itself a "
+                     f"multiple of data x fsdp = {n_batch}")
+  arch = arch_config(config.model)
+  abstract = abstract_model(arch)     # float32 master weights, as lib.train_loop.setup keeps them
+  apply_fn, params = nnx_apply_fn(abstract, compute_dtype=compute_dtype(config.model))
+  params = jax.tree.map(lambda x: _sds(x.shape, x.dtype), params)
+  tx = optim.from_config(config.optim, 1)
+  state = jax.eval_shape(lambda q: TrainState.create(q, tx), params)
+  state_sh = sharding.state_shardings(state, mesh)
+  params_sh = sharding.state_shardings(params, mesh)
+  dtype = model_block(**dict(config.model))["dtype"]
+  params_b = per_device_bytes(params, params_sh)
+  breakdown = {
+      "params": params_b,
+      "optimizer_state": per_device_bytes(state.opt_state, state_sh.opt_state),
+      "gradients": params_b,
+      # The GRPO reference / OPSD teacher: the initial weights, sharded like the params.
+      "reference": params_b if (p["reference"] or trainer == "opsd") else 0,
+      "embedder": 0,
+      "kv_cache": 0,
+      "activations": _activation_estimate(arch, micro // n_batch, p["seq_len"]),
+  }
+  if p["embedder"]:
+    emb = abstract_model(arch_config(model_block(preset=p["embedder"])), p["embedder_dtype"])
+    emb_params = nnx.state(emb, nnx.Param)
+    breakdown["embedder"] = per_device_bytes(emb_params, sharding.state_shardings(emb_params, mesh))
+  if trainer != "sft":
+    breakdown["kv_cache"] = kv_cache_bytes(arch, p["rows"] // n_batch, p["seq_len"], dtype)
+  outside = breakdown["embedder"] + breakdown["kv_cache"]
+  outside += breakdown["reference"] if trainer == "grpo" else 0   # not an argument of the step
+  analysis = None
+  do_compile = p["compile"] if compile_step is None else compile_step
+  if do_compile:
+    bsh = sharding.batch_sharding(mesh)
+    batch = _batch(trainer, p, bsh)
+    step = _step(trainer, apply_fn, tx, p["rows"] // micro)
+    state_in = jax.tree.map(lambda x, sh: _sds(x.shape, x.dtype, sh), state, state_sh)
+    if trainer == "opsd":
+      teacher = jax.tree.map(lambda x, sh: _sds(x.shape, x.dtype, sh), params, params_sh)
+      jitted = jax.jit(step, in_shardings=(state_sh, params_sh, bsh),
+                       out_shardings=(state_sh, sharding.replicated(mesh)), donate_argnums=(0,))
+      compiled = jitted.lower(state_in, teacher, batch).compile()
+    else:
+      compiled = sharding.jit_step(step, mesh, state_sh).lower(state_in, batch).compile()
+    mem = compiled.memory_analysis()
+    analysis = {k: int(getattr(mem, f"{k}_size_in_bytes")) for k in
+                ("argument", "output", "temp", "alias", "generated_code")}
+    step_bytes = analysis["argument"] + analysis["output"] + analysis["temp"] - analysis["alias"]
+    # The step's temporaries hold the gradients, activations and XLA scratch together.
+    del breakdown["gradients"], breakdown["activations"]
+    breakdown["step_temporaries"] = analysis["temp"]
+    total = step_bytes + outside
+  else:
+    total = sum(breakdown.values())
+  device = _device_memory(p)
+  block = model_block(**dict(config.model))
+  name = block["checkpoint"] or block["preset"]
+  return Plan(model=name, trainer=trainer, mesh={k: int(v) for k, v in mesh.shape.items()},
+              per_device_bytes=int(total), device_memory_bytes=device,
+              fits=None if device is None else bool(total <= device), compiled=bool(do_compile),
+              breakdown={k: int(v) for k, v in breakdown.items()}, memory_analysis=analysis)
+
+
+def _size(b: int | None) -> str:
+  if b is None:
+    return "–"
+  return f"{b / GIB:.2f} GiB" if b >= GIB // 10 else f"{b / 2**20:.2f} MiB"
+
+
+def table(plan: Plan) -> str:
+  """A short fixed-width table of the plan.
+
+  Args:
+    plan: a Plan.
+  Returns:
+    One header line, one line per breakdown entry and the per-device total with `fits`.
+  """
+  mesh = " x ".join(f"{k}={v}" for k, v in plan.mesh.items())
+  lines = [f"memory plan: {plan.model} ({plan.trainer}), mesh {mesh}, "
+           f"{'compiled step' if plan.compiled else 'analytic'}"]
+  lines += [f"  {k:<16} {_size(v):>12}" for k, v in plan.breakdown.items()]
+  lines.append(f"  {'per device':<16} {_size(plan.per_device_bytes):>12} of "
+               f"{_size(plan.device_memory_bytes)} -> fits: {plan.fits}")
+  return "\n".join(lines)
+
+
+def write(plan: Plan, workdir: str) -> str:
+  """Writes <workdir>/plan.json (strict JSON) and prints `table(plan)`.
+
+  Args:
+    plan: a Plan.
+    workdir: the run directory (created if missing).
+  Returns:
+    The path of plan.json.
+  """
+  os.makedirs(workdir, exist_ok=True)
+  path = os.path.join(workdir, "plan.json")
+  with open(path, "w") as f:
+    json.dump(plan.to_json(), f, indent=2, allow_nan=False)
+  print(table(plan), flush=True)
+  return path
+
+
+def plan_for_launch(config: Any, workdir: str) -> Plan | None:
+  """`launch.py --plan`: computes and writes the plan of `config`, or says in one line that its
+  experiment has none (no `plan` block).
+
+  Args:
+    config: the resolved run config.
+    workdir: where plan.json goes.
+  Returns:
+    The Plan, or None when the config has no `plan` block.
+  """
+  if "plan" not in config:
+    print(f"launch.py: no plan for this experiment ({config.experiment}: its config has no "
+          "`plan` block)", flush=True)
+    return None
+  try:
+    plan = compute(config)
+  except (KeyError, ValueError) as e:   # a plan block that contradicts the mesh: launch's exit 2
+    print(f"launch.py: error: {str(e).strip(chr(39))}", file=sys.stderr, flush=True)
+    raise SystemExit(2) from None
+  write(plan, workdir)
+  return plan

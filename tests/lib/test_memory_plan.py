@@ -105,6 +105,23 @@ def test_qwen3_5_preset_plans_from_its_own_family():
   assert plan.fits is None            # CPU reports no memory and no target was given
 
 
+def test_arch_config_reads_a_checkpoints_config_json_without_weights(tmp_path):
+  from lib import models
+  config = models.preset("qwen2.5-7b")
+  (tmp_path / "config.json").write_text(json.dumps(config.to_hf()))
+  assert memory_plan.arch_config(model_block(checkpoint=str(tmp_path))) == config
+
+
+def test_wm_train_scale_arg():
+  from configs.wm import train
+  assert train.get_config("scale=paper").model.preset == "qwen2.5-7b"
+  assert train.get_config("scale=paper").plan.embedder == "qwen3-embedding-8b"
+  assert train.get_config("scale=paper,embedder=openai").plan.embedder == ""   # served elsewhere
+  assert train.get_config("scale=paper,condition=OPSD-GT").plan.trainer == "opsd"
+  with pytest.raises(ValueError, match="unknown scale 'huge'"):
+    train.get_config("scale=huge")
+
+
 def test_bad_plan_blocks_are_refused():
   with pytest.raises(KeyError, match="no fields"):
     memory_plan.plan_block(rowz=3)

@@ -44,12 +44,11 @@ class Checkpointer:
   Args:
     directory: where the step directories live (created if missing).
     max_to_keep: how many of the newest steps orbax keeps.
-    async_save: return from `save` before the write finishes (then call `close` before exit).
     start_fresh: move any existing checkpoints aside (to `<directory>.discarded-<time>`) so the
       run starts from step 0; the way out after a `CheckpointError`.
   """
 
-  def __init__(self, directory: str, max_to_keep: int = 3, async_save: bool = False,
+  def __init__(self, directory: str, max_to_keep: int = 3,
                start_fresh: bool = False):
     self.directory = os.path.abspath(directory)
     if start_fresh and os.path.isdir(self.directory) and os.listdir(self.directory):
@@ -57,21 +56,30 @@ class Checkpointer:
       if jax.process_index() == 0:
         os.rename(self.directory, aside)
       logging.warning("start_fresh: moved the checkpoints in %s to %s", self.directory, aside)
+    # Synchronous: `save` returns once the step is on disk, so a crash right after cannot lose it.
     options = ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, create=True,
-                                           enable_async_checkpointing=async_save)
+                                           enable_async_checkpointing=False)
     self._manager = ocp.CheckpointManager(self.directory, options=options)
 
   def save(self, step: int, state: Any, metadata: dict | None = None) -> None:
-    """Writes `state` and `{"step": step, **metadata}` as checkpoint `step`."""
+    """Writes `state` and `{"step": step, **metadata}` as checkpoint `step`.
+
+    Args:
+      step: the step number (the step directory's name).
+      state: the pytree to save (jax/numpy arrays and scalars).
+      metadata: extra JSON-serialisable fields; its own "step" key would override `step`.
+    """
     meta = {"step": int(step), **(metadata or {})}
     self._manager.save(int(step), args=ocp.args.Composite(
         state=ocp.args.StandardSave(state), metadata=ocp.args.JsonSave(meta)))
     self._manager.wait_until_finished()
 
   def latest_step(self) -> int | None:
+    """The newest saved step, or None when there is none (intact or not)."""
     return self._manager.latest_step()
 
   def all_steps(self) -> list[int]:
+    """Every saved step number orbax knows of (damaged ones included)."""
     return list(self._manager.all_steps())
 
   def restore(self, template: Any, step: int | None = None) -> tuple[Any, dict]:
@@ -137,6 +145,7 @@ class Checkpointer:
     self._manager.reload()
 
   def close(self) -> None:
+    """Waits for pending writes and closes the orbax manager."""
     self._manager.close()
 
 

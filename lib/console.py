@@ -22,6 +22,13 @@ class LibraryInfoFilter(std_logging.Filter):
   """Drops INFO/DEBUG records logged from installed libraries (orbax writes hundreds per run)."""
 
   def filter(self, record: std_logging.LogRecord) -> bool:
+    """Whether to keep a record: WARNING and above always, else only if not from a library.
+
+    Args:
+      record: the log record (its pathname tells where it was logged).
+    Returns:
+      True to keep it.
+    """
     if record.levelno >= std_logging.WARNING:
       return True
     return not os.path.realpath(record.pathname).startswith(_LIBRARY_DIRS)
@@ -31,6 +38,13 @@ class WarningsOnly(std_logging.Filter):
   """Keeps WARNING and above (the console of a non-verbose run)."""
 
   def filter(self, record: std_logging.LogRecord) -> bool:
+    """Whether to keep a record.
+
+    Args:
+      record: the log record.
+    Returns:
+      True when its level is WARNING or above.
+    """
     return record.levelno >= std_logging.WARNING
 
 

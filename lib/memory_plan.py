@@ -180,6 +180,7 @@ class Plan:
   memory_analysis: dict | None
 
   def to_json(self) -> dict:
+    """The plan as a plain dict (dataclasses.asdict), for config.json or summary files."""
     return dataclasses.asdict(self)
 
 

@@ -60,7 +60,13 @@ def model_block(**fields) -> dict:
 
 
 def check_checkpoint(path: str) -> None:
-  """Raises a one-line FileNotFoundError unless `path` is a directory with a config.json."""
+  """Checks that `path` is a local Hugging Face checkpoint directory.
+
+  Args:
+    path: the `model.checkpoint` directory.
+  Raises:
+    FileNotFoundError: one line, when `path` has no config.json.
+  """
   if not os.path.isfile(os.path.join(path, "config.json")):
     raise FileNotFoundError(f"model.checkpoint {path!r} is not a local Hugging Face directory "
                             "(no config.json there)")
@@ -111,7 +117,13 @@ def build_model(block: Any, *, seed: int, tokenizer=None,
 
 
 def compute_dtype(block: Any):
-  """The `nnx_apply_fn` compute dtype of a `model` block: None for float32 (no casting), else the
-  jnp dtype the float32 master weights are cast to on the fly."""
+  """The `nnx_apply_fn` compute dtype of a `model` block.
+
+  Args:
+    block: a `model` block (dict or ConfigDict, see `model_block`).
+  Returns:
+    None for "float32" (no casting), else the jnp dtype (e.g. bfloat16) the float32 master
+    weights are cast to on the fly.
+  """
   dtype = model_block(**dict(block))["dtype"]
   return None if dtype == "float32" else jnp.dtype(dtype)

@@ -48,6 +48,11 @@ def figure(width: float = 6.0, height: float = 3.6, ncols: int = 1,
            width_ratios: Sequence[float] | None = None) -> tuple[Figure, object]:
   """A new figure of `width` x `height` inches with `ncols` axes side by side.
 
+  Args:
+    width: inches.
+    height: inches.
+    ncols: axes in one row.
+    width_ratios: [ncols] relative axes widths; None for equal widths.
   Returns:
     (figure, axes): one axes for ncols = 1, else an [ncols] array of axes.
   """
@@ -56,7 +61,14 @@ def figure(width: float = 6.0, height: float = 3.6, ncols: int = 1,
 
 
 def save(fig: Figure, path: str) -> str:
-  """Lays the figure out and writes it (PNG at `DPI`); returns `path`."""
+  """Lays the figure out (tight_layout) and writes it at `DPI`.
+
+  Args:
+    fig: the figure.
+    path: the output file; its extension picks the format (PNG in this codebase).
+  Returns:
+    `path`.
+  """
   fig.tight_layout()
   fig.savefig(path, dpi=DPI)
   return path

@@ -103,9 +103,23 @@ class ResultsLog:
                     self.path, len(rejected), numbers, more, rejected_path, len(self._rows))
 
   def has(self, row_or_key: dict) -> bool:
+    """Whether a row with the same key is already logged.
+
+    Args:
+      row_or_key: a row, or a dict holding at least the key fields (a missing one raises
+        KeyError).
+    Returns:
+      True if that key is in the log.
+    """
     return _key_of(row_or_key, self.key) in self._keys
 
   def append(self, row: dict) -> None:
+    """Writes one row as a JSON line, flushed and fsync'd before returning.
+
+    Args:
+      row: a JSON-able dict (numpy/jax values become lists/scalars) with every key field;
+        a key already logged raises ValueError.
+    """
     k = _key_of(row, self.key)
     if k in self._keys:
       raise ValueError(f"duplicate result key {dict(zip(self.key, k))}")
@@ -116,12 +130,14 @@ class ResultsLog:
     self._keys.add(k)
 
   def rows(self) -> list[dict]:
+    """A copy of the list of valid rows, in file order (each as read back from JSON)."""
     return list(self._rows)
 
   def __len__(self) -> int:
     return len(self._rows)
 
   def close(self) -> None:
+    """Closes the underlying file."""
     self._file.close()
 
   def __enter__(self) -> "ResultsLog":

@@ -53,12 +53,21 @@ class _Decode(NamedTuple):
 
 
 def bucket_length(n: int, minimum: int = 16) -> int:
-  """Smallest power of two >= max(n, minimum): prompt lengths that share a compiled program."""
+  """Smallest power of two >= n, and at least `minimum` (sizes that share a compiled program).
+
+  Args:
+    n: a length or row count. minimum: the smallest value returned.
+  """
   return max(minimum, 1 << max(0, int(n) - 1).bit_length())
 
 
 def left_pad(token_lists: Sequence[Sequence[int]], pad_id: int = 0, length: int | None = None):
-  """Token lists -> (ids [B,L] int32, mask [B,L] int32), real tokens flush right."""
+  """Token lists -> (ids [B,L] int32, mask [B,L] int32), real tokens flush right.
+
+  Args:
+    token_lists: B non-empty lists of ids. pad_id: id of the padding. length: L (default the
+      longest list; shorter than it raises ValueError).
+  """
   longest = max(len(t) for t in token_lists)
   if min(len(t) for t in token_lists) == 0:
     raise ValueError("every prompt needs at least one token")
@@ -74,9 +83,13 @@ def left_pad(token_lists: Sequence[Sequence[int]], pad_id: int = 0, length: int 
 
 
 def sample_logits(logits, key, temperature, top_p, top_k: int = 0):
-  """One token per row from logits [B,V]. temperature <= 0 is greedy (argmax). top_k (static int,
-  0 = off) keeps the k largest logits; top_p keeps the smallest set of most likely tokens whose mass
-  reaches top_p (the most likely token always stays). Filtering happens after temperature."""
+  """One token per row: ids [B] int32 from logits [B,V] (filtering happens after temperature).
+
+  Args:
+    logits: [B,V]. key: one PRNG key, or [B] keys (one per row). temperature: <= 0 is greedy.
+    top_p: keep the fewest most likely tokens whose mass reaches top_p (the top one stays).
+    top_k: static int, keep the k largest logits (0 = off).
+  """
   logits = logits.astype(jnp.float32)
   # A real branch: greedy decoding skips the sort and the random draw over the whole vocabulary.
   sample = functools.partial(_sample_filtered, top_k=top_k)
@@ -291,7 +304,8 @@ class DecodedText:
 
 
 def default_eos_ids(tokenizer, config=None) -> tuple[int, ...]:
-  """The tokenizer's EOS, the config's EOS ids and the chat-turn terminators present in the vocab."""
+  """Sorted EOS ids: the tokenizer's, `config.eos_token_ids` and <|im_end|>/<|endoftext|> if in
+  the vocab. Args: tokenizer: a HF tokenizer. config: a model config, or None."""
   ids = set(getattr(config, "eos_token_ids", ()) or ())
   if tokenizer.eos_token_id is not None:
     ids.add(tokenizer.eos_token_id)
@@ -302,7 +316,11 @@ def default_eos_ids(tokenizer, config=None) -> tuple[int, ...]:
 
 def cut_at_stop_strings(tokenizer, token_ids: list[int], stop: Sequence[str]):
   """-> (text before the first stop string, number of tokens up to the one completing it) or None
-  when no stop string occurs. Binary search over prefixes: O(log n) detokenisations."""
+  when no stop string occurs. Binary search over prefixes: O(log n) detokenisations.
+
+  Args:
+    tokenizer: decodes ids. token_ids: the generated ids. stop: stop strings (empty ones ignored).
+  """
   text = tokenizer.decode(token_ids)
   hits = [(text.find(s), s) for s in stop if s and s in text]
   if not hits:
@@ -324,6 +342,10 @@ def finish_row(tokenizer, token_ids: list[int], eos_ids: Sequence[int], stop: Se
 
   A final EOS token is kept in the count but not in the text ("stop"); a stop string cuts the text
   right before it and the tokens after the one completing it ("stop"); otherwise "length".
+
+  Args:
+    tokenizer: decodes ids. token_ids: the row's generated ids (up to its length).
+    eos_ids: ids that end a row. stop: stop strings.
   """
   n = len(token_ids)
   ended_on_eos = n > 0 and token_ids[-1] in eos_ids
@@ -342,8 +364,11 @@ def generate_text(model, tokenizer, prompts: Sequence, key, *, max_new_tokens: i
   """Text in, text out. Each prompt is a raw string (tokenised as is) or a list of chat messages
   ({"role", "content"} dicts, rendered with the tokenizer's chat template plus the generation
   prompt; `template_kwargs` go to the template, e.g. enable_thinking=False for Qwen3).
+  Args: model (NNX, with `config`), tokenizer, prompts; key: one PRNG key; sampling settings
+  and mesh as `generate`; stop: stop strings; eos_ids: default `default_eos_ids`;
   pad_batch: round the batch up to a power of two with copies of the first prompt (dropped from
-  the result), so callers with varying batch sizes reuse a few compiled programs."""
+  the result), so callers with varying batch sizes reuse a few compiled programs.
+  Returns: one DecodedText per prompt."""
   encoded = []
   for prompt in prompts:
     if isinstance(prompt, str):

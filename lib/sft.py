@@ -67,6 +67,16 @@ def make_sft_step(apply_fn: ApplyFn, tx: optax.GradientTransformation, accum_ste
   apply_fn must take `last=` (lib.train_state.nnx_apply_fn does). Targets outside the window
   would be silently dropped, so the row encoder must check the window (see
   agents/gencoord/learned/sft_rows.py).
+
+  Args:
+    apply_fn: (params, input_ids [B,T], attention_mask [B,T]) -> float32 logits [B,T,V].
+    tx: the optax optimizer (its schedule lives inside it).
+    accum_steps: micro-batches per step; the batch's N rows must divide by it.
+    param_sharding: the parameters' sharding pytree, or None.
+    target_window: K > 0 scores only the last K + 1 positions (see above); 0 = all.
+  Returns:
+    step(state: TrainState, batch: {input_ids, attention_mask, loss_mask} each [N,T]) ->
+    (state with step + 1, metrics dict of float32 scalars).
   """
   def loss_fn(params, mb):
     ids, loss_mask = mb["input_ids"], mb["loss_mask"]
@@ -97,7 +107,14 @@ def make_sft_step(apply_fn: ApplyFn, tx: optax.GradientTransformation, accum_ste
 
 
 def make_sft_eval(apply_fn: ApplyFn):
-  """Returns eval(params, batch) -> token-mean target NLL (jit it yourself)."""
+  """Returns eval(params, batch) -> token-mean target NLL (jit it yourself).
+
+  Args:
+    apply_fn: (params, input_ids [B,T], attention_mask [B,T]) -> float32 logits [B,T,V].
+  Returns:
+    evaluate(params, batch: {input_ids, attention_mask, loss_mask} each [B,T]) -> float32
+    scalar, the loss_mask-weighted mean next-token NLL.
+  """
   def evaluate(params, batch):
     logits = apply_fn(params, batch["input_ids"], batch["attention_mask"])
     return causal_lm_loss(logits, batch["input_ids"], batch["loss_mask"])[0]

@@ -48,7 +48,14 @@ def left_padded(examples: Sequence[Example], pad_id: int, multiple: int = 16) ->
 
 
 def steps_per_epoch(n_rows: int, batch: int) -> int:
-  """Full batches per epoch (the ragged tail is dropped)."""
+  """Full batches per epoch (the ragged tail is dropped).
+
+  Args:
+    n_rows: rows in the data set (fewer than `batch` raises ValueError).
+    batch: rows per batch.
+  Returns:
+    n_rows // batch.
+  """
   if n_rows < batch:
     raise ValueError(f"{n_rows} rows cannot fill one batch of {batch}")
   return n_rows // batch
@@ -84,7 +91,14 @@ def length_grouped(lengths: Sequence[int], minimum: int = 64):
   above their length (>= `minimum`); `draw(batch, rng)` picks one row uniformly, then the whole
   batch (with replacement) from that row's bucket -> (row indices, padded length). Every bucket
   is chosen in proportion to its size, so every row keeps the same chance per step, while short
-  rows do not pay for long ones; one compiled shape per bucket."""
+  rows do not pay for long ones; one compiled shape per bucket.
+
+  Args:
+    lengths: [N] row lengths in tokens.
+    minimum: the smallest bucket length.
+  Returns:
+    draw(batch, rng: np.random.Generator) -> (int row indices [batch], bucket length).
+  """
   bucket_of = [max(minimum, 1 << (int(n) - 1).bit_length()) for n in lengths]
   members: dict = {}
   for i, b in enumerate(bucket_of):

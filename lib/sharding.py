@@ -60,7 +60,15 @@ def make_mesh(data: int = 1, fsdp: int = 1, model: int = 1, devices=None) -> Mes
 
 def fsdp_spec(shape: tuple[int, ...], n_fsdp: int, min_size: int = 1024) -> P:
   """PartitionSpec putting "fsdp" on the largest dimension divisible by n_fsdp (ties: the last),
-  or replicating when the leaf has fewer than `min_size` elements or nothing divides."""
+  or replicating when the leaf has fewer than `min_size` elements or nothing divides.
+
+  Args:
+    shape: the array's shape.
+    n_fsdp: size of the mesh's "fsdp" axis (1: always replicated).
+    min_size: leaves with fewer elements are replicated.
+  Returns:
+    P() or a PartitionSpec with "fsdp" on one dimension, None elsewhere.
+  """
   if n_fsdp == 1 or int(np.prod(shape, dtype=np.int64)) < min_size:
     return P()
   best = None
@@ -75,25 +83,46 @@ def fsdp_spec(shape: tuple[int, ...], n_fsdp: int, min_size: int = 1024) -> P:
 def state_shardings(tree: Any, mesh: Mesh, min_size: int = 1024) -> Any:
   """Same structure as `tree` (params, optimizer state or a whole TrainState) with a
   NamedSharding per array leaf. The rule depends on shape only, so AdamW moments follow their
-  parameters."""
+  parameters.
+
+  Args:
+    tree: a pytree of arrays or ShapeDtypeStructs.
+    mesh: a mesh with an "fsdp" axis.
+    min_size: see `fsdp_spec`.
+  """
   n = mesh.shape["fsdp"]
   return jax.tree.map(lambda x: NamedSharding(mesh, fsdp_spec(np.shape(x), n, min_size)), tree)
 
 
 def batch_sharding(mesh: Mesh) -> NamedSharding:
   """Leading axis split over the "data" and "fsdp" devices, replicated over "model" (one sharding
-  for all batch leaves)."""
+  for all batch leaves).
+
+  Args:
+    mesh: a mesh with "data", "fsdp" and "model" axes.
+  """
   return NamedSharding(mesh, P(BATCH_AXES))
 
 
 def replicated(mesh: Mesh) -> NamedSharding:
-  """Every device of `mesh` holds the whole array (metrics, scalars)."""
+  """Every device of `mesh` holds the whole array (metrics, scalars).
+
+  Args:
+    mesh: the device mesh.
+  """
   return NamedSharding(mesh, P())
 
 
 def shard_batch(batch: Any, mesh: Mesh) -> Any:
   """device_put every leaf split along its leading axis over "data" x "fsdp"; that axis must be
-  divisible by data * fsdp (pad the batch, with zero masks, to a multiple of it)."""
+  divisible by data * fsdp (pad the batch, with zero masks, to a multiple of it).
+
+  Args:
+    batch: a pytree of [N, ...] arrays (N divisible by data * fsdp, else ValueError).
+    mesh: the device mesh.
+  Returns:
+    The same pytree of jax.Arrays placed with `batch_sharding(mesh)`.
+  """
   n = mesh.shape["data"] * mesh.shape["fsdp"]
   for x in jax.tree.leaves(batch):
     if np.shape(x)[0] % n:
@@ -103,7 +132,16 @@ def shard_batch(batch: Any, mesh: Mesh) -> Any:
 
 def jit_step(step: Callable, mesh: Mesh, state_sharding: Any, donate: bool = True) -> Callable:
   """jax.jit of step(state, batch) -> (state, metrics) with the state kept on `state_sharding`,
-  the batch split over all devices and the metrics replicated."""
+  the batch split as `batch_sharding` and the metrics replicated.
+
+  Args:
+    step: the unjitted step function.
+    mesh: the device mesh.
+    state_sharding: a sharding pytree matching the state (e.g. from `state_shardings`).
+    donate: donate the input state's buffers.
+  Returns:
+    The jitted step.
+  """
   return jax.jit(step, in_shardings=(state_sharding, batch_sharding(mesh)),
                  out_shardings=(state_sharding, replicated(mesh)),
                  donate_argnums=(0,) if donate else ())

@@ -31,6 +31,11 @@ def load_tokenizer(path) -> transformers.PreTrainedTokenizerFast:
 
   Left padding is set so batches line up with `lib.sampling`; a missing pad token falls back to
   <|endoftext|> (Qwen's choice) or EOS.
+
+  Args:
+    path: the directory (FileNotFoundError without tokenizer.json).
+  Returns:
+    The PreTrainedTokenizerFast (TypeError if transformers loads a slow one).
   """
   path = Path(path)
   if not (path / "tokenizer.json").exists():
@@ -47,7 +52,16 @@ def load_tokenizer(path) -> transformers.PreTrainedTokenizerFast:
 def render_chat(tokenizer, messages: list[dict], add_generation_prompt: bool = True,
                 **kwargs) -> str:
   """Chat messages -> prompt text through the tokenizer's own template (clear error if it has
-  none)."""
+  none).
+
+  Args:
+    tokenizer: a HF tokenizer with a chat_template (ValueError otherwise).
+    messages: [{"role", "content"}] dicts.
+    add_generation_prompt: append the assistant turn's opening.
+    **kwargs: template variables (e.g. enable_thinking=False for Qwen3).
+  Returns:
+    The rendered prompt string (not tokenized).
+  """
   if not getattr(tokenizer, "chat_template", None):
     raise ValueError(f"tokenizer {tokenizer.name_or_path!r} has no chat template")
   return tokenizer.apply_chat_template(messages, tokenize=False,
@@ -61,6 +75,13 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int, path,
   Any string encodes (256 byte symbols are always in the vocabulary) and decodes back exactly. The
   special tokens are ids 0..2; EOS is <|im_end|> (end of a chat turn), pad is <|endoftext|>. The
   saved directory loads with `load_tokenizer` and with transformers' AutoTokenizer.
+
+  Args:
+    texts: the training corpus.
+    vocab_size: the vocabulary size, >= 3 specials + 256 bytes (ValueError otherwise).
+    path: the directory to save it in (created if missing).
+  Returns:
+    The tokenizer as reloaded from `path` by `load_tokenizer` (ChatML template, left padding).
   """
   min_size = len(SPECIAL_TOKENS) + 256
   if vocab_size < min_size:

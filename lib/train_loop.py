@@ -85,6 +85,13 @@ def resume(workdir: str, state: TrainState, max_to_keep: int = 3, subdir: str = 
 
 
 def log_scalars(workdir: str, step: int, metrics: dict, prefix: str) -> None:
-  """Writes the numeric `metrics` as TensorBoard scalars `<prefix><name>` at `step` and flushes."""
+  """Writes the numeric `metrics` as TensorBoard scalars `<prefix><name>` at `step` and flushes.
+
+  Args:
+    workdir: the run directory (its TensorBoard writer).
+    step: the x-axis value.
+    metrics: name -> number (scalar arrays included).
+    prefix: prepended to every name, e.g. "train/".
+  """
   tb.scalars(workdir, step, metrics, prefix=prefix)
   tb.writer(workdir).flush()

@@ -25,11 +25,25 @@ class TrainState:
 
   @classmethod
   def create(cls, params: Any, tx: optax.GradientTransformation) -> "TrainState":
+    """A step-0 state.
+
+    Args:
+      params: the trainable params pytree.
+      tx: the optimizer; its `init(params)` gives the optimizer state.
+    Returns:
+      TrainState with step int32 scalar 0.
+    """
     return cls(step=jnp.zeros((), jnp.int32), params=params, opt_state=tx.init(params))
 
 
 def positions_from_mask(attention_mask: jax.Array) -> jax.Array:
-  """Position ids that skip padding (left or right): cumsum(mask) - 1, clamped at 0."""
+  """Position ids that skip padding (left or right): cumsum(mask) - 1, clamped at 0.
+
+  Args:
+    attention_mask: [B, T], 1 = token, 0 = padding.
+  Returns:
+    int32 [B, T] positions.
+  """
   return jnp.maximum(jnp.cumsum(attention_mask.astype(jnp.int32), axis=-1) - 1, 0)
 
 
@@ -40,6 +54,14 @@ def nnx_apply_fn(model: nnx.Module, compute_dtype: Any = None) -> tuple[ApplyFn,
   lib/models signature. Non-trainable state (e.g. rotary tables) is closed over as constants.
   With `compute_dtype` (e.g. jnp.bfloat16) floating params are cast on the fly, keeping float32
   master weights in the optimizer (mixed precision).
+
+  Args:
+    model: an NNX model with the lib/models call signature (and `hidden_states`/`logits` for
+      apply_fn's `last=`).
+    compute_dtype: None (no casting) or the dtype floating params are cast to per call.
+  Returns:
+    (apply_fn, params): apply_fn(params, input_ids [B,T], attention_mask [B,T], last=0) ->
+    float32 logits [B,T,V] (or [B,last,V]); params the model's nnx.Param state.
   """
   graphdef, params, rest = nnx.split(model, nnx.Param, ...)
 
@@ -63,7 +85,15 @@ def nnx_apply_fn(model: nnx.Module, compute_dtype: Any = None) -> tuple[ApplyFn,
 def token_logprobs(logits: jax.Array, tokens: jax.Array,
                    temperature: float = 1.0) -> jax.Array:
   """log softmax(logits / temperature)[..., tokens]: [B, T, V], [B, T] -> [B, T] (float32).
-  Align first: logits[:, t] must be the scores *for* tokens[:, t]."""
+  Align first: logits[:, t] must be the scores *for* tokens[:, t].
+
+  Args:
+    logits: [B, T, V] (any float dtype; computed in float32).
+    tokens: [B, T] int ids.
+    temperature: divides the logits before the softmax.
+  Returns:
+    float32 [B, T] log-probabilities.
+  """
   logp = jax.nn.log_softmax(logits.astype(jnp.float32) / temperature, axis=-1)
   return jnp.take_along_axis(logp, tokens[..., None].astype(jnp.int32), axis=-1)[..., 0]
 

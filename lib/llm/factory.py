@@ -39,7 +39,16 @@ DEFAULTS: dict[str, dict[str, Any]] = {
 
 
 def backend_config(kind: str, **overrides) -> dict:
-  """A complete backend config dict for `kind` with `overrides` applied (unknown keys raise)."""
+  """A complete backend config dict for `kind` with `overrides` applied.
+
+  Args:
+    kind: a key of DEFAULTS ("flax", "openai_http", "vllm", "scripted").
+    **overrides: settings of that kind; for "flax", a partial `model` block is completed.
+  Returns:
+    {"kind": kind, **DEFAULTS[kind], **overrides}.
+  Raises:
+    KeyError: an unknown kind or setting.
+  """
   if kind not in DEFAULTS:
     raise KeyError(f"unknown backend kind {kind!r}; valid: {', '.join(sorted(DEFAULTS))}")
   unknown = set(overrides) - set(DEFAULTS[kind])
@@ -53,7 +62,16 @@ def backend_config(kind: str, **overrides) -> dict:
 
 
 def backends_config(kind: str, **sections: dict) -> dict:
-  """{"kind": kind, <every kind>: its complete settings}, `sections` overriding per kind."""
+  """A sectioned backend config: the chosen kind plus complete settings for every kind.
+
+  Args:
+    kind: the kind to use (validated).
+    **sections: per kind, a dict of overrides for its section.
+  Returns:
+    {"kind": kind, <every kind>: its complete settings without "kind"}.
+  Raises:
+    KeyError: an unknown kind or setting.
+  """
   unknown = set(sections) - set(DEFAULTS)
   if unknown:
     raise KeyError(f"unknown backend kinds {sorted(unknown)}; valid: {', '.join(sorted(DEFAULTS))}")
@@ -107,7 +125,17 @@ BUILDERS: dict[str, Callable[[dict, str | None, Any], Backend]] = {
 
 
 def make_backend(config, *, workdir: str | None = None, policy=None) -> Backend:
-  """Builds the backend described by a config dict/ConfigDict with a `kind` field."""
+  """Builds the backend described by a config.
+
+  Args:
+    config: a dict or ConfigDict with a `kind` field, flat (that kind's settings) or sectioned
+      (as `backends_config`, only `kind`'s section is used).
+    workdir: where the embedded tiny flax model writes its tokenizer (needed without a
+      checkpoint).
+    policy: the ScriptedPolicy, for kind "scripted" only.
+  Returns:
+    The Backend.
+  """
   c = dict(config.to_dict() if hasattr(config, "to_dict") else config)
   kind = c.pop("kind", None)
   if isinstance(c.get(kind), dict):  # sectioned layout (backends_config): use kind's section

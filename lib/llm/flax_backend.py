@@ -49,10 +49,18 @@ class FlaxBackend(Backend):
 
   @classmethod
   def from_block(cls, block, tokenizer_dir=None, seed: int = 0, **kw) -> "FlaxBackend":
-    """The model of a `model` block (lib/model_setup.py) at the block's dtype: a local checkpoint
-    with its own tokenizer, or without one the embedded default -- `block.preset` with random
-    weights from `seed` and a BPE of `block.vocab_size` trained on `model_setup.TINY_CORPUS`,
-    saved under `tokenizer_dir`. `kw` goes to the constructor."""
+    """The model of a `model` block (lib/model_setup.py) at the block's dtype.
+
+    Args:
+      block: a `model` block: a local checkpoint (with its own tokenizer.json), or without one
+        the embedded default -- `block.preset` with random weights from `seed` and a BPE of
+        `block.vocab_size` trained on `model_setup.TINY_CORPUS`.
+      tokenizer_dir: where that BPE is saved (required without a checkpoint).
+      seed: initialisation seed, and the backend's sampling seed.
+      **kw: constructor arguments (max_batch, min_batch, template_kwargs, ...).
+    Returns:
+      The FlaxBackend.
+    """
     block = model_setup.model_block(**dict(block))
     if not block["checkpoint"] and tokenizer_dir is None:
       raise ValueError("the embedded tiny flax model needs a directory for its tokenizer")
@@ -65,13 +73,27 @@ class FlaxBackend(Backend):
 
   @classmethod
   def from_pretrained(cls, path, dtype: str = "float32", **kw) -> "FlaxBackend":
-    """A local Hugging Face-format directory (weights + tokenizer), see `from_block`."""
+    """A local Hugging Face-format directory (weights + tokenizer), see `from_block`.
+
+    Args:
+      path: the checkpoint directory.
+      dtype: the weights' dtype name.
+      **kw: `from_block` / constructor arguments.
+    """
     return cls.from_block(model_setup.model_block(checkpoint=str(path), dtype=dtype), **kw)
 
   @classmethod
   def tiny(cls, path, seed: int = 0, vocab_size: int = 384, preset: str = "qwen3-tiny",
            **kw) -> "FlaxBackend":
-    """The embedded default (tokenizer trained into `path`), see `from_block`."""
+    """The embedded default (tokenizer trained into `path`), see `from_block`.
+
+    Args:
+      path: where the trained BPE tokenizer is saved.
+      seed: initialisation and sampling seed.
+      vocab_size: the BPE's vocabulary size.
+      preset: the model preset (random weights).
+      **kw: constructor arguments.
+    """
     return cls.from_block(model_setup.model_block(preset=preset, vocab_size=vocab_size),
                           tokenizer_dir=path, seed=seed, **kw)
 
@@ -130,4 +152,11 @@ class FlaxBackend(Backend):
     return np.concatenate(out)
 
   def count_tokens(self, texts) -> int:
+    """Total tokens of `texts`, no special tokens added.
+
+    Args:
+      texts: the strings.
+    Returns:
+      The sum of their token counts.
+    """
     return sum(len(self.tokenizer.encode(t, add_special_tokens=False)) for t in texts)

@@ -19,6 +19,13 @@ class GuessEnv:
     self.n = n
 
   def reset(self, seed: int):
+    """Draws the target from `seed` and resets the range to [0, n - 1].
+
+    Args:
+      seed: seeds the NumPy Generator that draws the target.
+    Returns:
+      (obs, {}): obs is the range and "Feedback: start" as text.
+    """
     self.target = int(np.random.default_rng(seed).integers(self.n))
     self.lo, self.hi = 0, self.n - 1
     return self._obs("start"), {}
@@ -27,6 +34,14 @@ class GuessEnv:
     return f"Range [{self.lo}, {self.hi}]. Feedback: {feedback}. Reply with one integer."
 
   def step(self, action):
+    """Scores one guess and narrows the range.
+
+    Args:
+      action: the guess (anything `int()` accepts).
+    Returns:
+      (obs, reward, terminated, truncated, info): reward 1.0 and terminated on the target, else
+      0.0 with "higher"/"lower" feedback; truncated is always False; info {"success": bool}.
+    """
     guess = int(action)
     if guess == self.target:
       return self._obs("correct"), 1.0, True, False, {"success": True}
@@ -40,6 +55,13 @@ class GuessEnv:
 
 
 def parse_guess(text: str) -> int | None:
+  """The first integer in a reply.
+
+  Args:
+    text: the model's reply.
+  Returns:
+    The first (optionally negative) integer in `text`, or None when there is none.
+  """
   m = _NUM.search(text)
   return int(m.group()) if m else None
 
@@ -55,6 +77,14 @@ class BisectPolicy:
     self.noise = noise
 
   def respond(self, messages, rng) -> str:
+    """The scripted reply "I guess <k>" to a conversation.
+
+    Args:
+      messages: the conversation; the last "Range [lo, hi]" of its last message is used.
+      rng: a NumPy Generator (draws the noisy guess and the noise decision).
+    Returns:
+      The reply text.
+    """
     lo, hi = map(int, _RANGE.findall(messages[-1]["content"])[-1])
     guess = (lo + hi) // 2
     u = int(rng.integers(lo, hi + 1))

@@ -72,13 +72,31 @@ def _obs_record(obs) -> dict:
 
 
 def default_success(reward: float, terminated: bool, info: dict) -> bool:
+  """The default `success_fn`: `info["success"]` when present, else terminated with reward > 0.
+
+  Args:
+    reward: the step's reward.
+    terminated: whether the env ended the episode (not a time limit).
+    info: the step's info dict; "success" may be a bool or a scalar array.
+  Returns:
+    Whether the episode counts as a success.
+  """
   if "success" in info:
     return bool(np.asarray(info["success"]))
   return bool(terminated and reward > 0)
 
 
 def request_seed(loop_seed: int, key: dict, attempt: int, call_index: int) -> int:
-  """A per-request sampling seed fixed by the episode and call index, not by batch company."""
+  """A per-request sampling seed fixed by the episode and call index, not by batch company.
+
+  Args:
+    loop_seed: the HostLoop's seed.
+    key: the episode's key dict (as in results.jsonl).
+    attempt: the episode's attempt number.
+    call_index: model calls the episode has made so far.
+  Returns:
+    A 32-bit unsigned seed (blake2b of the four, little-endian).
+  """
   blob = json.dumps([loop_seed, key, attempt, call_index], sort_keys=True).encode()
   return int.from_bytes(hashlib.blake2b(blob, digest_size=4).digest(), "little")
 
@@ -223,7 +241,15 @@ class HostLoop:
   # ---- the loop ---------------------------------------------------------------------------
 
   def run(self, jobs: Sequence[EpisodeJob], log: ResultsLog) -> dict:
-    """Runs every unfinished episode of `jobs`; returns counts (rows are in `log`)."""
+    """Runs every unfinished episode of `jobs`, appending one row per finished episode to `log`.
+
+    Args:
+      jobs: the episodes; each key must hold exactly the log's key fields (minus "attempt").
+      log: the results log; keys already in it are skipped (or retried, see the module doc).
+    Returns:
+      {"episodes": len(jobs), "run": rows written, "skipped", "steps": backend calls,
+      "usage": the backend's usage snapshot}.
+    """
     todo = self._todo(jobs, log)
     skipped = len(jobs) - len(todo)
     queue = list(reversed(todo))
@@ -278,7 +304,14 @@ class HostLoop:
 
 
 def final_rows(rows: Sequence[dict], key_fields: Sequence[str]) -> list[dict]:
-  """The last row per episode key (drops superseded backend_error attempts)."""
+  """The last row per episode key (drops superseded backend_error attempts).
+
+  Args:
+    rows: results rows, possibly several attempts per episode.
+    key_fields: the log's key fields; "attempt" among them is ignored for grouping.
+  Returns:
+    One row per episode key, the one with the highest attempt (later rows win ties).
+  """
   fields = [f for f in key_fields if f != ATTEMPT]
   last: dict[str, dict] = {}
   for r in rows:

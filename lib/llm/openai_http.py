@@ -99,6 +99,7 @@ class OpenAIBackend(Backend):
             f"api_key_env={self.api_key_env!r})")
 
   def close(self) -> None:
+    """Waits for in-flight requests, stops the thread pool and drops the HTTP connection."""
     self._pool.shutdown(wait=True)
     self._drop_connection()
 

@@ -22,6 +22,12 @@ class PromptAgent:
     self.fallback_action, self.params, self.window, self.tag = fallback_action, params, window, tag
 
   def reset(self, obs, info) -> None:
+    """Starts an episode: the rendered `obs` is the only frame, counters at zero.
+
+    Args:
+      obs: the first observation (passed to `render`).
+      info: ignored.
+    """
     del info
     self.frames = [self.render(obs)]
     self.action = None
@@ -29,6 +35,8 @@ class PromptAgent:
     self.replies = 0
 
   def next(self):
+    """The parsed action if a reply is pending (Act), else a ModelRequest with the system prompt
+    and the last `window` rendered observations."""
     if self.action is not None:
       action, self.action = self.action, None
       return Act(action, tag=self.tag)
@@ -38,6 +46,11 @@ class PromptAgent:
                          {"role": "user", "content": user}], self.params, tag=self.tag)
 
   def consume(self, completion: Completion) -> None:
+    """Parses the reply into the next action (`fallback_action` when `parse` returns None).
+
+    Args:
+      completion: the model's reply.
+    """
     self.replies += 1
     action = self.parse(completion.text)
     if action is None:
@@ -46,8 +59,18 @@ class PromptAgent:
     self.action = action
 
   def observe(self, obs, reward, terminated, truncated, info) -> None:
+    """Appends the rendered `obs` to the frames; the other arguments are ignored.
+
+    Args:
+      obs: the new observation.
+      reward: ignored.
+      terminated: ignored.
+      truncated: ignored.
+      info: ignored.
+    """
     del reward, terminated, truncated, info
     self.frames.append(self.render(obs))
 
   def summary(self) -> dict:
+    """{"replies": model replies consumed, "parse_failures": replies that did not parse}."""
     return {"replies": self.replies, "parse_failures": self.parse_failures}

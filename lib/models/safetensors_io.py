@@ -87,7 +87,15 @@ def read_config(path, parse: Callable[[dict], object]) -> tuple[object, dict]:
 
 
 def weights_source(path: Path) -> Path:
-  """The file that lists a directory's weights: the shard index if present, else the single file."""
+  """The file that lists a directory's weights: the shard index if present, else the single file.
+
+  Args:
+    path: a checkpoint directory.
+
+  Returns:
+    `model.safetensors.index.json` or `model.safetensors` under `path`; a WeightsError when
+    the directory is missing or holds neither.
+  """
   path = Path(path)
   if (path / INDEX_FILE).exists():
     return path / INDEX_FILE
@@ -121,13 +129,28 @@ def weight_files(path: Path) -> list[Path]:
 
 
 def read_shapes(file: Path) -> dict[str, tuple[int, ...]]:
-  """Tensor name -> shape from one safetensors header (no tensor data is read)."""
+  """Tensor name -> shape from one safetensors header (no tensor data is read).
+
+  Args:
+    file: a safetensors file (a WeightsError names it when unreadable).
+
+  Returns:
+    {tensor key: shape tuple} as stored.
+  """
   with _reading(file), safetensors.safe_open(str(file), framework="flax") as f:
     return {key: tuple(f.get_slice(key).get_shape()) for key in f.keys()}
 
 
 def read_tensors(file: Path, keys) -> Iterator[tuple[str, jax.Array]]:
-  """Yields (key, array in the file's dtype and layout) for `keys` of one safetensors file."""
+  """Reads tensors of one safetensors file, one at a time.
+
+  Args:
+    file: a safetensors file (a WeightsError names it when unreadable).
+    keys: the tensor keys to read, in the order yielded.
+
+  Yields:
+    (key, array in the file's dtype and layout).
+  """
   with _reading(file), safetensors.safe_open(str(file), framework="flax") as f:
     for key in keys:
       yield key, f.get_tensor(key)
@@ -198,12 +221,27 @@ class KeyTable:
     return None, None
 
   def to_ours(self, hf_key: str) -> tuple[str | None, Layout | None]:
-    """'model.layers.3.mlp.up_proj.weight' -> ('layers.3.mlp.up_proj.kernel', TRANSPOSED);
-    (None, None) when no row matches."""
+    """Translates a checkpoint key to our parameter path, first matching row wins.
+
+    Args:
+      hf_key: e.g. 'model.layers.3.mlp.up_proj.weight'.
+
+    Returns:
+      (our key, Layout), e.g. ('layers.3.mlp.up_proj.kernel', TRANSPOSED); (None, None) when
+      no row matches.
+    """
     return self._translate(hf_key, self._hf_to_ours)
 
   def to_hf(self, our_key: str) -> tuple[str | None, Layout | None]:
-    """'layers.3.mlp.up_proj.kernel' -> ('model.layers.3.mlp.up_proj.weight', TRANSPOSED)."""
+    """Translates our parameter path to the checkpoint key (the inverse of `to_ours`).
+
+    Args:
+      our_key: e.g. 'layers.3.mlp.up_proj.kernel'.
+
+    Returns:
+      (HF key, Layout), e.g. ('model.layers.3.mlp.up_proj.weight', TRANSPOSED); (None, None)
+      when no row matches.
+    """
     return self._translate(our_key, self._ours_to_hf)
 
 
@@ -222,7 +260,14 @@ class TensorRef:
 
 
 def flat_params(state) -> dict[str, nnx.Variable]:
-  """'layers.0.attn.q_proj.kernel' -> its Variable, for every Variable of an `nnx.State`."""
+  """Flattens an `nnx.State` to dotted paths.
+
+  Args:
+    state: an nnx.State (e.g. `nnx.state(model)` or from `nnx.eval_shape`).
+
+  Returns:
+    {'layers.0.attn.q_proj.kernel': its Variable, ...} for every Variable.
+  """
   return {".".join(str(p) for p in path): var for path, var in nnx.to_flat_state(state)}
 
 

@@ -25,6 +25,7 @@ class RequestError(ValueError):
     self.status, self.kind, self.param, self.retry_after_s = status, kind, param, retry_after_s
 
   def body(self) -> dict:
+    """The OpenAI error body: {"error": {"message", "type", "param", "code": status}}."""
     return {"error": {"message": str(self), "type": self.kind, "param": self.param,
                       "code": self.status}}
 
@@ -85,6 +86,14 @@ COMPLETION_FIELDS = _COMMON | {"prompt", "echo", "best_of", "suffix"}
 
 
 def check_model(body: dict, model_name: str) -> None:
+  """Refuses a body that names a model other than the served one.
+
+  Args:
+    body: the decoded JSON object; a missing or null "model" is accepted.
+    model_name: the served model's id.
+  Raises:
+    RequestError: 404 (model_not_found) for another model.
+  """
   model = body.get("model")
   if model is not None and model != model_name:
     raise RequestError(404, f"model {model!r} not found; this server serves {model_name!r}",
@@ -174,7 +183,17 @@ def _stream_fields(body: dict) -> tuple[bool, bool]:
 
 
 def message_text(content, index: int) -> str:
-  """A message's content: a string, or a list of {"type": "text", "text": ...} parts joined."""
+  """A message's content as one string.
+
+  Args:
+    content: a string, or a list of {"type": "text", "text": str} parts (joined without a
+      separator).
+    index: the message's position in `messages`, for the error text.
+  Returns:
+    The text.
+  Raises:
+    RequestError: 400 for non-text parts or any other type.
+  """
   if isinstance(content, str):
     return content
   if isinstance(content, list) and all(isinstance(p, dict) for p in content):
@@ -227,6 +246,10 @@ def parse_chat(body, model_name: str, limits: ServerLimits) -> GenerationRequest
 def parse_completion(body, model_name: str, limits: ServerLimits) -> GenerationRequest:
   """Validates a /v1/completions body (one prompt string); as `parse_chat`.
 
+  Args:
+    body: the decoded JSON; "prompt" is a string or a one-element list of one.
+    model_name: the served model's id (a body naming another gets 404).
+    limits: max_new_tokens and max_batch (the largest n) apply here.
   Returns:
     GenerationRequest of kind "completion"; legacy `logprobs=K` becomes top_logprobs K.
   """
@@ -248,7 +271,17 @@ def parse_completion(body, model_name: str, limits: ServerLimits) -> GenerationR
 
 
 def parse_embeddings(body, model_name: str, limits: ServerLimits) -> tuple[list[str], str]:
-  """A /v1/embeddings body -> (input texts, encoding_format "float" | "base64")."""
+  """Validates a /v1/embeddings body.
+
+  Args:
+    body: the decoded JSON; "input" is a string or a non-empty list of strings.
+    model_name: the served model's id (a body naming another gets 404).
+    limits: max_embed_inputs applies here.
+  Returns:
+    (input texts, encoding_format "float" | "base64").
+  Raises:
+    RequestError: 400 naming the field or limit, 404 for another model.
+  """
   body = _require_object(body)
   check_model(body, model_name)
   _unsupported(body, {"model", "input", "encoding_format", "user"})

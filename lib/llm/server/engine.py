@@ -62,16 +62,45 @@ class Engine(Protocol):
   supports_logprobs: bool
   supports_completions: bool
 
-  def prompt_ids(self, request: GenerationRequest) -> list[int] | None: ...
+  def prompt_ids(self, request: GenerationRequest) -> list[int] | None:
+    """Must return the request's prompt token ids (chat: templated), or None if not tokenized.
+
+    Args:
+      request: a parsed GenerationRequest (chat: a conversation; completion: a string).
+    """
 
   def generate(self, requests: list[GenerationRequest], stop_rows: StopRows,
-               progress: Callable[[], None]) -> list["Generation | Exception"]: ...
+               progress: Callable[[], None]) -> list["Generation | Exception"]:
+    """Must answer each request: a Generation, Cancelled, or the Exception that failed it alone.
 
-  def embed(self, texts: list[str]) -> np.ndarray: ...
+    Args:
+      requests: admitted GenerationRequests.
+      stop_rows: () -> per request, whether to drop it now.
+      progress: to be called regularly while working (the worker's heartbeat).
+    Returns:
+      One Generation or Exception per request, in order.
+    """
 
-  def count_tokens(self, texts: list[str]) -> int | None: ...
+  def embed(self, texts: list[str]) -> np.ndarray:
+    """Must return float32 embeddings [len(texts), D] of `texts`.
 
-  def token_text(self, token_id: int) -> str: ...
+    Args:
+      texts: the input strings.
+    """
+
+  def count_tokens(self, texts: list[str]) -> int | None:
+    """Must return the total token count of `texts`, or None if it cannot count.
+
+    Args:
+      texts: the input strings.
+    """
+
+  def token_text(self, token_id: int) -> str:
+    """Must return the text of one token id (for log-prob entries).
+
+    Args:
+      token_id: a vocabulary id.
+    """
 
 
 def generate_isolated(run_batch, requests: list, stop_rows: StopRows) -> list:
@@ -122,6 +151,8 @@ class FlaxEngine:
     self._counter = itertools.count()
 
   def prompt_ids(self, request: GenerationRequest) -> list[int]:
+    """Token ids of the request's prompt (chat: rendered with the generation prompt); raises
+    RequestError 400 if it encodes to zero tokens. Args: request: a parsed GenerationRequest."""
     text = request.prompt
     if request.kind == "chat":
       text = self.tokenizer.apply_chat_template(request.prompt, tokenize=False,
@@ -133,12 +164,18 @@ class FlaxEngine:
     return ids
 
   def token_text(self, token_id: int) -> str:
+    """The decoded text of one token id.
+    Args: token_id: a vocabulary id."""
     return self.tokenizer.decode([token_id])
 
   def count_tokens(self, texts: list[str]) -> int:
+    """Total tokens of `texts` (no special tokens added).
+    Args: texts: the input strings."""
     return self.backend.count_tokens(texts)
 
   def embed(self, texts: list[str]) -> np.ndarray:
+    """The backend's float32 embeddings [len(texts), hidden_size], L2-normalised.
+    Args: texts: the input strings."""
     return self.backend.embed(texts)
 
   def _key(self, request: GenerationRequest):
@@ -282,18 +319,35 @@ class BackendEngine:
     self.backend, self.usage = backend, backend.usage
 
   def prompt_ids(self, request):
+    """Always None: the backend tokenizes (if at all) on its side.
+    Args: request: unused."""
     return None
 
   def token_text(self, token_id):
+    """Not supported (no log-probs): raises NotImplementedError.
+    Args: token_id: unused."""
     raise NotImplementedError
 
   def count_tokens(self, texts):
+    """Always None: this engine cannot count tokens.
+    Args: texts: unused."""
     return None
 
   def embed(self, texts):
+    """The backend's embeddings [len(texts), D] float32 (raises where it has none).
+    Args: texts: the input strings."""
     return self.backend.embed(texts)
 
   def generate(self, requests, stop_rows, progress):
+    """Answers chat requests through `backend.generate`, n conversations per request.
+
+    Args:
+      requests: admitted chat GenerationRequests.
+      stop_rows: () -> per request, whether it was cancelled (checked only on retries).
+      progress: called once before the batch.
+    Returns:
+      Per request a Generation, Cancelled, or the Exception that failed it alone.
+    """
     progress()
 
     def run(pick):

@@ -87,6 +87,7 @@ class OpenAIServer:
 
   @property
   def url(self) -> str:
+    """The OpenAI base URL, `http://<host>:<port>/v1`."""
     return f"http://{self.host}:{self.port}/v1"
 
   @property
@@ -95,6 +96,7 @@ class OpenAIServer:
     return self.worker.batches
 
   def start(self) -> "OpenAIServer":
+    """Starts the model worker and the HTTP thread; returns self."""
     self.worker.start()
     self._http_thread = threading.Thread(target=self._httpd.serve_forever, daemon=True,
                                          name="http")
@@ -104,8 +106,11 @@ class OpenAIServer:
     return self
 
   def shutdown(self, drain_s: float = 10.0) -> None:
-    """Stops accepting connections, fails queued requests with 503, lets the running batch
-    finish for up to `drain_s` and cancels it after that."""
+    """Stops accepting connections and fails queued requests with 503.
+
+    Args:
+      drain_s: seconds the running batch may finish before it is cancelled.
+    """
     if self._http_thread is not None:  # shutdown() waits for serve_forever, which must run
       self._httpd.shutdown()
     self._httpd.server_close()
@@ -121,6 +126,13 @@ class OpenAIServer:
   # ---- request handling (called on the connection's thread) -------------------------------
 
   def authorized(self, header: str | None) -> bool:
+    """Whether an Authorization header is `Bearer <api key>` (always True without a key).
+
+    Args:
+      header: the request's Authorization header, or None.
+    Returns:
+      True if the request may proceed (constant-time comparison).
+    """
     if not self._api_key:
       return True
     expected = f"Bearer {self._api_key}".encode()
@@ -152,7 +164,16 @@ class OpenAIServer:
     return Job("generate", request, request.n, self.limits.request_timeout_s)
 
   def answer(self, route: str, job: Job):
-    """A finished non-stream job -> the response body."""
+    """The response body of a finished non-stream job.
+
+    Args:
+      route: the request's route (unused: the job's kind and request kind decide).
+      job: a done Job.
+    Returns:
+      The chat, completion or embeddings response dict.
+    Raises:
+      Exception: the job's error, if it failed.
+    """
     if job.error is not None:
       raise job.error
     if job.kind == "embed":

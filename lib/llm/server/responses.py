@@ -20,6 +20,13 @@ TokenText = Callable[[int], str]
 
 
 def usage(gen: Generation) -> dict:
+  """The OpenAI `usage` object of a generation.
+
+  Args:
+    gen: the answered Generation.
+  Returns:
+    {"prompt_tokens", "completion_tokens", "total_tokens"}; total is None when either count is.
+  """
   total = None if None in (gen.prompt_tokens, gen.completion_tokens) else \
       gen.prompt_tokens + gen.completion_tokens
   return {"prompt_tokens": gen.prompt_tokens, "completion_tokens": gen.completion_tokens,
@@ -32,6 +39,15 @@ def _entry(token_text: TokenText, token_id: int, logprob: float) -> dict:
 
 
 def chat_logprobs(choice: Choice, token_text: TokenText) -> dict | None:
+  """A choice's chat-API `logprobs` block.
+
+  Args:
+    choice: the sampled Choice (logprobs and top_logprobs per token, or None).
+    token_text: token id -> its text.
+  Returns:
+    {"content": [{"token", "logprob", "bytes", "top_logprobs"}] per token, "refusal": None},
+    or None when the choice has no log-probs.
+  """
   if choice.logprobs is None:
     return None
   return {"content": [
@@ -41,6 +57,15 @@ def chat_logprobs(choice: Choice, token_text: TokenText) -> dict | None:
 
 
 def completion_logprobs(choice: Choice, token_text: TokenText) -> dict | None:
+  """A choice's legacy completions-API `logprobs` block.
+
+  Args:
+    choice: the sampled Choice (logprobs and top_logprobs per token, or None).
+    token_text: token id -> its text.
+  Returns:
+    {"tokens", "token_logprobs", "text_offset" (character offset of each token in the
+    completion), "top_logprobs" ({text: log-prob} per token)}, or None without log-probs.
+  """
   if choice.logprobs is None:
     return None
   tokens = [token_text(t) for t in choice.token_ids]
@@ -54,6 +79,17 @@ def _head(request_id: str, obj: str, model: str) -> dict:
 
 
 def chat_response(request_id: str, model: str, gen: Generation, token_text: TokenText) -> dict:
+  """The non-streamed `chat.completion` body.
+
+  Args:
+    request_id: the job's id (the body's id is `chatcmpl-<request_id>`).
+    model: the served model name.
+    gen: the answered Generation (one choice per `n`).
+    token_text: token id -> its text, for log-probs.
+  Returns:
+    The response dict: id, object, created, model, choices (message, logprobs, finish_reason),
+    usage.
+  """
   return {**_head(f"chatcmpl-{request_id}", "chat.completion", model),
           "choices": [{"index": i, "message": {"role": "assistant", "content": c.text},
                        "logprobs": chat_logprobs(c, token_text),
@@ -63,6 +99,16 @@ def chat_response(request_id: str, model: str, gen: Generation, token_text: Toke
 
 def completion_response(request_id: str, model: str, gen: Generation,
                         token_text: TokenText) -> dict:
+  """The `text_completion` body (see `chat_response`; choices carry `text` and legacy logprobs).
+
+  Args:
+    request_id: the job's id (the body's id is `cmpl-<request_id>`).
+    model: the served model name.
+    gen: the answered Generation.
+    token_text: token id -> its text, for log-probs.
+  Returns:
+    The response dict: id, object, created, model, choices, usage.
+  """
   return {**_head(f"cmpl-{request_id}", "text_completion", model),
           "choices": [{"index": i, "text": c.text, "logprobs": completion_logprobs(c, token_text),
                        "finish_reason": c.finish_reason} for i, c in enumerate(gen.choices)],
@@ -91,6 +137,7 @@ class StreamFormat:
     return {**self.head, "choices": [choice], **self.with_usage}
 
   def start(self) -> list[dict]:
+    """The opening chunks: chat, one role delta per choice; completions, none."""
     if not self.chat:
       return []
     return [{**self.head, "choices": [{"index": i, "delta": {"role": "assistant", "content": ""},
@@ -98,10 +145,26 @@ class StreamFormat:
              **self.with_usage} for i in range(self.request.n)]
 
   def delta(self, i: int, text: str) -> dict:
+    """A stream chunk with new text of one choice (no log-probs, no finish_reason).
+
+    Args:
+      i: the choice index.
+      text: the newly decoded, final text of that choice.
+    Returns:
+      The chunk dict.
+    """
     return self._chunk(i, text)
 
   def end(self, gen: Generation, sent: list[str]) -> list[dict]:
-    """sent[i]: the text already streamed for choice i (a prefix of its final text)."""
+    """The closing chunks of the stream.
+
+    Args:
+      gen: the answered Generation.
+      sent: sent[i], the text already streamed for choice i (a prefix of its final text).
+    Returns:
+      Per choice, the unsent rest of its text with its log-probs (if any) and a finish_reason
+      chunk; then a usage-only chunk when `include_usage`.
+    """
     out = []
     for i, c in enumerate(gen.choices):
       rest = c.text[len(sent[i]):] if c.text.startswith(sent[i]) else ""
@@ -116,7 +179,17 @@ class StreamFormat:
 
 def embeddings_response(model: str, vectors, prompt_tokens: int | None,
                         encoding: str = "float") -> dict:
-  """encoding "base64": each vector as base64 of little-endian float32 (the SDK's default)."""
+  """The `/v1/embeddings` body.
+
+  Args:
+    model: the served model name.
+    vectors: [N, D] embeddings (any float array-like).
+    prompt_tokens: tokens of the inputs, or None when not counted.
+    encoding: "float" (lists of float32) or "base64" (little-endian float32 bytes, the SDK's
+      default).
+  Returns:
+    {"object": "list", "model", "data": [{"object", "index", "embedding"}], "usage"}.
+  """
   encode = ((lambda v: base64.b64encode(np.asarray(v, "<f4").tobytes()).decode())
             if encoding == "base64" else (lambda v: np.asarray(v, np.float32).tolist()))
   return {"object": "list", "model": model,
@@ -126,4 +199,12 @@ def embeddings_response(model: str, vectors, prompt_tokens: int | None,
 
 
 def model_card(model: str, created: int) -> dict:
+  """The `/v1/models` entry of a model, owned by "accord".
+
+  Args:
+    model: the served model name.
+    created: epoch seconds.
+  Returns:
+    {"id", "object": "model", "created", "owned_by"}.
+  """
   return {"id": model, "object": "model", "created": created, "owned_by": "accord"}

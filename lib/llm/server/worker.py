@@ -33,12 +33,20 @@ class Job:
     self.cancelled = False
 
   def cancel(self) -> None:
+    """Marks the job cancelled; the worker skips or stops it at the next decode chunk."""
     self.cancelled = True
 
   def should_stop(self) -> bool:
+    """Whether the job was cancelled or its deadline has passed."""
     return self.cancelled or time.monotonic() > self.deadline
 
   def finish(self, result=None, error: Exception | None = None) -> None:
+    """Stores the outcome and wakes the waiting request thread.
+
+    Args:
+      result: a Generation (generate) or [N, D] embeddings (embed); None on error.
+      error: the Exception that failed the job, or None.
+    """
     self.result, self.error = result, error
     self.done.set()
 
@@ -58,10 +66,19 @@ class ModelWorker:
     self._thread = threading.Thread(target=self._loop, daemon=True, name="model_worker")
 
   def start(self) -> None:
+    """Starts the worker thread."""
     self._thread.start()
 
   def submit(self, job: Job) -> Job:
-    """Queues `job` (RequestError 503 with Retry-After when the queue is full or stopping)."""
+    """Queues a job for the worker thread.
+
+    Args:
+      job: the Job to run.
+    Returns:
+      The same job, to wait on (`job.done`).
+    Raises:
+      RequestError: 503 with Retry-After when the queue is full or the worker is stopping.
+    """
     with self._cond:
       if self._stopping:
         raise RequestError(503, "server is shutting down", "server_error", retry_after_s=5)
@@ -87,8 +104,12 @@ class ModelWorker:
             "requests": sum(self.batches)}
 
   def stop(self, drain_s: float = 10.0) -> None:
-    """Refuses new jobs, fails queued ones with 503, gives the running batch `drain_s` to finish
-    and then cancels it at its next decode chunk; returns once the thread has ended."""
+    """Refuses new jobs, fails queued ones with 503, and ends the thread.
+
+    Args:
+      drain_s: seconds the running batch gets to finish before it is cancelled at its next
+        decode chunk; returns once the thread has ended (or logs that it is stuck).
+    """
     with self._cond:
       self._stopping = True
       queued, self._queue = list(self._queue), collections.deque()

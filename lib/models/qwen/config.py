@@ -49,6 +49,7 @@ class QwenConfig:
       raise ValueError(f"RoPE needs an even head_dim, got {self.head_dim}")
 
   def replace(self, **changes) -> "QwenConfig":
+    """A copy with `changes` (field name -> value) applied and validated again."""
     return dataclasses.replace(self, **changes)
 
   def num_params(self) -> int:
@@ -111,7 +112,14 @@ class QwenConfig:
     )
 
   def to_hf(self, dtype: str = "float32") -> dict[str, Any]:
-    """A `config.json` dict that transformers 4.x/5.x and vLLM read back to the same architecture."""
+    """A `config.json` dict that transformers 4.x/5.x and vLLM read back to the same architecture.
+
+    Args:
+      dtype: the weights' dtype name, written as "dtype" and "torch_dtype".
+
+    Returns:
+      The dict. A ValueError when the bias/qk_norm flags do not fit `model_type`.
+    """
     if self.model_type == "qwen2" and (not self.qkv_bias or self.o_bias or self.qk_norm):
       raise ValueError("qwen2 checkpoints need qkv_bias=True, o_bias=False, qk_norm=False")
     if self.model_type == "qwen3" and (self.qkv_bias != self.o_bias or not self.qk_norm):

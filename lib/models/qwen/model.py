@@ -27,7 +27,14 @@ _NEG = jnp.finfo(jnp.float32).min  # finite, so fully masked (padding) query row
 
 
 def sharded_param(value, sharding) -> nnx.Param:
-  """A parameter annotated with logical axis names, e.g. (None, "model"); not placed yet."""
+  """A parameter annotated with logical axis names; not placed on devices yet.
+
+  Args:
+    value: the initial array.
+    sharding: one mesh axis name or None per dimension of `value`, e.g. (None, "model").
+  Returns:
+    An nnx.Param carrying `sharding` as its out_sharding.
+  """
   # eager_sharding=False: annotate only; `lib.models.sharding` places it once a mesh is given.
   return nnx.Param(value, out_sharding=sharding, eager_sharding=False)
 
@@ -139,6 +146,14 @@ class Attention(nnx.Module):
     self.k_norm = RMSNorm(c.head_dim, c.rms_norm_eps, dtype=dtype) if c.qk_norm else None
 
   def init_cache(self, batch, max_len, dtype) -> KVCache:
+    """An empty KV cache for this layer.
+
+    Args:
+      batch: B rows. max_len: S slots. dtype: of the buffers.
+
+    Returns:
+      KVCache with zero K and V, each [B, S, num_kv_heads, head_dim].
+    """
     shape = (batch, max_len, self.num_kv_heads, self.head_dim)
     return KVCache(k=jnp.zeros(shape, dtype), v=jnp.zeros(shape, dtype))
 
@@ -182,6 +197,11 @@ class DecoderLayer(nnx.Module):
     self.mlp = MLP(config, dtype=dtype, rngs=rngs)
 
   def init_cache(self, batch, max_len, dtype):
+    """The attention's empty KVCache (see `Attention.init_cache`).
+
+    Args:
+      batch: B rows. max_len: S slots. dtype: of the buffers.
+    """
     return self.attn.init_cache(batch, max_len, dtype)
 
   def __call__(self, x, ctx: Context, cache=None):
@@ -232,7 +252,16 @@ class Qwen(nnx.Module):
     return self.logits(self.hidden_states(input_ids, attention_mask, positions))
 
   def hidden_states(self, input_ids, attention_mask=None, positions=None):
-    """Final-norm hidden states [B,T,hidden] without a cache (training, scoring, embeddings)."""
+    """Final-norm hidden states without a cache (training, scoring, embeddings).
+
+    Args:
+      input_ids: int [B,T].
+      attention_mask: [B,T], 1 = token, 0 = padding (left or right); None = all tokens.
+      positions: int [B,T] RoPE positions; default cumsum(mask) - 1.
+
+    Returns:
+      [B,T,hidden] in the model's dtype.
+    """
     b, t = input_ids.shape
     mask = jnp.ones((b, t), bool) if attention_mask is None else attention_mask.astype(bool)
     if positions is None:
@@ -244,7 +273,14 @@ class Qwen(nnx.Module):
     return x
 
   def logits(self, hidden):
-    """hidden [..., hidden] -> float32 logits [..., V] through the (possibly tied) output head."""
+    """Projects hidden states onto the vocabulary through the (possibly tied) output head.
+
+    Args:
+      hidden: [..., hidden_size].
+
+    Returns:
+      float32 logits [..., V].
+    """
     w = self.embed[...].T if self.lm_head is None else self.lm_head.kernel[...]
     return jnp.matmul(hidden, w, preferred_element_type=jnp.float32)
 
@@ -278,11 +314,19 @@ class Qwen(nnx.Module):
     return self.logits(hidden), cache
 
   def extend_hidden(self, input_ids, attention_mask, cache: Cache):
-    """`extend` without the output head -> (hidden [B,T,hidden], cache); the sampler's prefill
-    projects only the last position, never [B, prompt, vocab].
+    """`extend` without the output head; the sampler's prefill projects only the last position,
+    never [B, prompt, vocab].
 
     Positions continue from the real tokens already cached, so left-padded prompts and the tokens
     decoded after them get the same positions as the unpadded sequence.
+
+    Args:
+      input_ids: int [B,T].
+      attention_mask: [B,T], 1 = token, 0 = padding (left padding for prompts).
+      cache: from `init_cache` or a previous `extend`.
+
+    Returns:
+      (final-norm hidden [B,T,hidden], the cache advanced by T slots).
     """
     b, t = input_ids.shape
     max_len = cache.mask.shape[1]

@@ -79,6 +79,7 @@ class Qwen35Config:
 
   @property
   def rotary_dim(self) -> int:
+    """Rotated dims per head: int(head_dim * partial_rotary_factor)."""
     return int(self.head_dim * self.partial_rotary_factor)
 
   def num_params(self) -> int:
@@ -98,6 +99,7 @@ class Qwen35Config:
     return self.vocab_size * h + mixers + self.num_layers * per_layer + h + head
 
   def replace(self, **changes) -> "Qwen35Config":
+    """A copy with `changes` (field name -> value) applied and validated again."""
     return dataclasses.replace(self, **changes)
 
   @classmethod
@@ -163,7 +165,14 @@ class Qwen35Config:
     )
 
   def to_hf(self, dtype: str = "float32") -> dict[str, Any]:
-    """A text-only `config.json` that transformers' `Qwen3_5ForCausalLM` reads back identically."""
+    """A text-only `config.json` that transformers' `Qwen3_5ForCausalLM` reads back identically.
+
+    Args:
+      dtype: the weights' dtype name, written into the dict.
+
+    Returns:
+      The config.json dict.
+    """
     rope = {"rope_type": "default", "rope_theta": self.rope_theta,
             "partial_rotary_factor": self.partial_rotary_factor}
     if self.mrope_section is not None:

@@ -184,6 +184,15 @@ class GatedDeltaNet(nnx.Module):
     self.out_proj = Dense(value_dim, h, bias=False, sharding=row, dtype=dtype, rngs=rngs)
 
   def init_cache(self, batch, max_len, dtype) -> DeltaNetCache:
+    """An empty DeltaNet cache, O(1) in the sequence length.
+
+    Args:
+      batch: B rows. max_len: unused. dtype: of the conv state.
+
+    Returns:
+      DeltaNetCache: conv [B, kernel - 1, conv_dim] of `dtype` (zeros) and recurrent state
+      [B, num_v_heads, k_dim, v_dim] float32 (zeros).
+    """
     del max_len  # the state is O(1) in the sequence length
     taps = self.conv_kernel.shape[0]
     return DeltaNetCache(

@@ -72,6 +72,14 @@ class GatedAttention(nnx.Module):
     self.k_norm = ZeroCentredRMSNorm(c.head_dim, c.rms_norm_eps, dtype=dtype)
 
   def init_cache(self, batch, max_len, dtype) -> KVCache:
+    """An empty KV cache for this layer.
+
+    Args:
+      batch: B rows. max_len: S slots. dtype: of the buffers.
+
+    Returns:
+      KVCache with zero K and V, each [B, S, num_kv_heads, head_dim].
+    """
     shape = (batch, max_len, self.num_kv_heads, self.head_dim)
     return KVCache(k=jnp.zeros(shape, dtype), v=jnp.zeros(shape, dtype))
 
@@ -109,9 +117,15 @@ class HybridDecoderLayer(nnx.Module):
 
   @property
   def mixer(self):
+    """The layer's token mixer: GatedAttention or GatedDeltaNet."""
     return self.attn if self.linear_attn is None else self.linear_attn
 
   def init_cache(self, batch, max_len, dtype):
+    """The mixer's empty cache: a KVCache or a DeltaNetCache.
+
+    Args:
+      batch: B rows. max_len: S slots (ignored by DeltaNet). dtype: of the cache buffers.
+    """
     return self.mixer.init_cache(batch, max_len, dtype)
 
   def __call__(self, x, ctx: Context, cache=None):

@@ -13,7 +13,7 @@ the title, summary.json and the bar verdict.
 import os
 
 import numpy as np
-from matplotlib.ticker import FormatStrFormatter, MaxNLocator
+from matplotlib.ticker import FormatStrFormatter, MaxNLocator, NullFormatter
 
 from agents.gencoord import metrics, suites
 from agents.gencoord.learned import visibility_matrix
@@ -89,8 +89,11 @@ def _loss_figure(workdir, train_reports) -> str:
       steps, losses = zip(*rep["history"])
       ax.plot(steps, losses, marker="o", markersize=2, label=name)
   ax.set_yscale("log")
-  for axis_formatter in (ax.yaxis.set_major_formatter, ax.yaxis.set_minor_formatter):
-    axis_formatter(FormatStrFormatter("%g"))       # 0.6, 2, 3 instead of 6x10^-1, 2x10^0
+  # Ticks written plainly (0.6, 2 rather than 6x10^-1, 2x10^0). Minor ticks are labelled only
+  # when the loss spans less than two decades: over a full run their labels collide.
+  ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
+  low, high = ax.get_ylim()
+  ax.yaxis.set_minor_formatter(FormatStrFormatter("%g") if high < 100 * low else NullFormatter())
   ax.set_xlabel("optimizer step")
   ax.set_ylabel("target-token loss (nats/token, log scale)")
   ax.set_title("SFT training loss", fontsize=9)

@@ -39,7 +39,7 @@ import numpy as np
 from flax import nnx
 
 from lib import grpo, models, opsd, optim, sft, sharding
-from lib.model_setup import compute_dtype, model_block
+from lib.model_setup import compute_dtype, filled_block, model_block
 from lib.models.qwen3_5.config import PRESETS as QWEN3_5_PRESETS
 from lib.train_state import TrainState, nnx_apply_fn
 
@@ -60,11 +60,7 @@ def plan_block(**fields) -> dict:
   Raises:
     KeyError: a field that is not part of the block (the message lists the valid ones).
   """
-  unknown = set(fields) - set(PLAN_BLOCK_DEFAULTS)
-  if unknown:
-    raise KeyError(f"plan block has no fields {sorted(unknown)}; "
-                   f"valid: {', '.join(PLAN_BLOCK_DEFAULTS)}")
-  return {**PLAN_BLOCK_DEFAULTS, **fields}
+  return filled_block("plan", PLAN_BLOCK_DEFAULTS, fields)
 
 
 def arch_config(block: Any):

@@ -50,13 +50,27 @@ def model_block(**fields) -> dict:
   Raises:
     KeyError: a field that is not part of the block (the message lists the valid ones).
   """
-  unknown = set(fields) - set(MODEL_BLOCK_DEFAULTS)
-  if unknown:
-    raise KeyError(f"model block has no fields {sorted(unknown)}; "
-                   f"valid: {', '.join(MODEL_BLOCK_DEFAULTS)}")
-  out = {**MODEL_BLOCK_DEFAULTS, **fields}
+  out = filled_block("model", MODEL_BLOCK_DEFAULTS, fields)
   out["overrides"] = dict(out["overrides"] or {})
   return out
+
+
+def filled_block(name: str, defaults: dict, fields: dict) -> dict:
+  """`defaults` with `fields` replaced; the config blocks' one check for unknown fields.
+
+  Args:
+    name: the block's name, for the error message.
+    defaults: every field of the block with its default.
+    fields: the fields to set.
+  Returns:
+    A new dict with every field.
+  Raises:
+    KeyError: a field that is not part of the block (the message lists the valid ones).
+  """
+  unknown = set(fields) - set(defaults)
+  if unknown:
+    raise KeyError(f"{name} block has no fields {sorted(unknown)}; valid: {', '.join(defaults)}")
+  return {**defaults, **fields}
 
 
 def check_checkpoint(path: str) -> None:

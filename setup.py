@@ -38,8 +38,22 @@ PEERS = [
     "jumanji>=1.1.2,<1.2",
 ]
 
+# Every peer the benchmarks under configs/bench/ and configs/gencoord/bench.py measure against,
+# so a fresh machine measures all of their rows: transformers + torch (sampler, qwen3_5, train),
+# Farama minigrid (minigrid), jumanji (envs), navix and xminigrid (minigrid's JAX peers).
+# navix imports rlax, which needs distrax (named here: without it navix's row is an import error).
+BENCH = [
+    "torch==2.13.0",  # the CPU wheel, as in `test`; install `bench` beside `test`, not `gpu`
+    "minigrid>=3.0,<4",
+    *PEERS,
+    "navix==0.7.4",
+    "distrax>=0.1.9,<0.2",
+    "xminigrid==0.9.3",
+]
+
 EXTRAS = {
     "envs": ENVS,
+    "bench": BENCH,
     "test": [
         "pytest>=8,<10",
         "chex>=0.1.89,<0.2",  # jit-once checks (assert_max_traces); product code does not use it

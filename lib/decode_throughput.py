@@ -2,13 +2,15 @@
 same weights: the timing loop the sampler benchmarks share (experiments/bench/sampler.py for Qwen3,
 experiments/bench/qwen3_5.py for Qwen3.5).
 
-Greedy decoding with no EOS, so every row produces exactly `new_tokens` tokens; tokens/s = batch *
-new_tokens / median wall time of the timed repeats. Our first call (the XLA compile) is timed apart
-and excluded, as is transformers' warm-up run. Each row also reports how many greedy tokens the two
-sides agree on (float rounding may flip a near-tie argmax on random weights, after which sequences
-diverge). Needs torch (the `test` extra), as the transformers side does.
+Greedy decoding with no EOS, so every row produces exactly `new_tokens` tokens; tokens/s counts
+response tokens only (batch * new_tokens per call; the prompt is not counted), the same on both
+sides. Timing: `config.rounds` interleaved rounds (ours, transformers, ...) of `lib.bench_rounds`,
+median tokens/s per side with its min-max, the ratio of medians with its range over rounds, and the
+machine's load; a noisy run (load above one per core) gets no headline ratio. Our first call (the
+XLA compile) is timed apart and excluded, as is one warm-up call of each side. Each row also
+reports how many greedy tokens the two sides agree on (float rounding may flip a near-tie argmax on
+random weights, after which sequences diverge). Needs torch (the `test` extra), as the transformers side does.
 """
-import statistics
 import time
 
 import jax
@@ -18,17 +20,8 @@ from absl import logging
 from flax import nnx
 
 from lib import sampling, tb
+from lib.bench_rounds import Rounds, token_accounting
 from lib.results import ResultsLog, write_summary
-
-
-def _median_seconds(fn, repeats: int) -> float:
-  """Median wall seconds of `repeats` calls of `fn()`."""
-  times = []
-  for _ in range(repeats):
-    start = time.perf_counter()
-    fn()
-    times.append(time.perf_counter() - start)
-  return statistics.median(times)
 
 
 def _first_mismatch(a, b):
@@ -39,24 +32,26 @@ def _first_mismatch(a, b):
 def compare_generation(model, hf, cfg, config, workdir: str, tag: str, title: str) -> dict:
   """Times our jitted greedy decode against `hf.generate()` for each `config.batches` entry.
 
-  One results row per batch size (resumable), printed and summarised with the ratio
-  transformers time / our time.
+  One results row per batch size (resumable), printed and summarised with the ratio of median
+  tokens/s (ours / transformers) over interleaved rounds.
 
   Args:
     model: our Flax NNX model; `hf` (a transformers causal LM) must hold the same weights.
     cfg: the model config (`vocab_size`, `num_params()`).
     config: the benchmark config: `seed`, `preset`, `batches`, `prompt_len`, `new_tokens`,
-      `repeats`.
+      `rounds`.
     workdir: where results.jsonl, TensorBoard scalars and the summary go.
     tag: TensorBoard/log prefix; title: the summary's title.
   Returns:
-    the summary dict: preset, params_M and the ratio per batch size.
+    the summary dict: preset, params_M, the ratio per batch size (None on a noisy run), the
+    machine state and the token accounting.
   """
   graphdef, state = nnx.split(model)
   rng = np.random.default_rng(config.seed)
   log = ResultsLog(workdir, key=("batch",))
   writer = tb.writer(workdir)
   n = config.new_tokens
+  timer = Rounds(config.rounds, warmup=1)
   logging.info("%s: %s (%.1fM params), torch threads %d, jax devices %s", tag,
                config.preset, cfg.num_params() / 1e6, torch.get_num_threads(), jax.devices())
   for batch in config.batches:
@@ -77,13 +72,18 @@ def compare_generation(model, hf, cfg, config, workdir: str, tag: str, title: st
                           min_new_tokens=n, do_sample=False, eos_token_id=None, pad_token_id=0)
       return out[:, config.prompt_len:].numpy()
 
-    compile_s = _median_seconds(ours, 1)
-    ours_tokens, theirs_tokens = ours(), theirs()  # warm-up of both sides, and the agreement check
-    ours_s = _median_seconds(ours, config.repeats)
-    theirs_s = _median_seconds(theirs, config.repeats)
-    row = {"batch": batch, "new_tokens": n, "ours_tok_s": batch * n / ours_s,
-           "transformers_tok_s": batch * n / theirs_s, "ratio": theirs_s / ours_s,
-           "ours_first_call_s": compile_s, "ours_s": ours_s, "transformers_s": theirs_s,
+    start = time.perf_counter()
+    ours_tokens = ours()                               # the XLA compile, timed apart
+    compile_s = time.perf_counter() - start
+    theirs_tokens = theirs()                           # the greedy agreement check
+    t = timer.time({"ours": ours, "transformers": theirs}, work=batch * n)
+    row = {"batch": batch, "new_tokens": n, "ours_tok_s": t["ours"]["per_s"]["median"],
+           "ours_tok_s_min": t["ours"]["per_s"]["min"],
+           "ours_tok_s_max": t["ours"]["per_s"]["max"],
+           "transformers_tok_s": t["transformers"]["per_s"]["median"],
+           "transformers_tok_s_min": t["transformers"]["per_s"]["min"],
+           "transformers_tok_s_max": t["transformers"]["per_s"]["max"],
+           **Rounds.compare(t["ours"], t["transformers"]), "ours_first_call_s": compile_s,
            "greedy_agree_frac": float((ours_tokens == theirs_tokens).mean()),
            "greedy_first_mismatch": _first_mismatch(ours_tokens, theirs_tokens)}
     log.append(row)
@@ -95,11 +95,17 @@ def compare_generation(model, hf, cfg, config, workdir: str, tag: str, title: st
   table = sorted(log.rows(), key=lambda r: r["batch"])
   for r in table:
     print(f"batch {r['batch']}: ours {r['ours_tok_s']:.1f} tok/s | transformers "
-          f"{r['transformers_tok_s']:.1f} tok/s | ratio {r['ratio']:.2f}x | greedy agreement "
+          f"{r['transformers_tok_s']:.1f} tok/s | ratio {r['ratio']:.2f}x "
+          f"[{r['ratio_min']:.2f}-{r['ratio_max']:.2f}] | greedy agreement "
           f"{r['greedy_agree_frac']:.2f}")
+  machine = timer.machine()
   summary = {"preset": config.preset, "params_M": cfg.num_params() / 1e6,
-             "ratio_by_batch": {str(r["batch"]): r["ratio"] for r in table}}
+             "ratio_by_batch": {str(r["batch"]): timer.headline(r["ratio"]) for r in table},
+             "noisy": machine["noisy"], "machine": machine,
+             "tokens": token_accounting(config.prompt_len, n, "response")}
   write_summary(workdir, summary, table, title=title,
                 notes=f"{config.preset}, greedy, {n} new tokens after a {config.prompt_len}-token "
-                      "prompt, float32 on CPU; ratio = transformers time / our time.")
+                      "prompt, float32 on CPU; tokens/s counts generated tokens only (batch x "
+                      "new tokens per call, both sides); ratio = our median tokens/s / "
+                      "transformers' median tokens/s. " + timer.note())
   return summary

@@ -4,13 +4,15 @@
   parse.py       tolerant extraction of assertion JSON, actions and sub-goals from model replies
   compare.py     the programmatic comparator: explicit contradictions, correctness vs ground truth
   prompts.py     system/user prompts for every role (our own wording)
-  textenv.py     Task and instance lists (budgets) over the text envs of envs/ (Sokoban, ...)
+  textenv.py     Task and instance lists (budgets) over the text envs of envs/ (Sokoban, MiniGrid,
+                 Crafter, the six Procgen games)
   base.py        generator-based agents on the lib.llm.agent protocol, observation windows
   react.py       ReAct (+ assertion prompting), plan_act.py Plan-Act, self_refine.py, resample.py
   conpact_i.py   ConPAct-I: comparator-triggered discussion with the Table 18 ablation switches
   methods.py     method name -> agent (react, self_refine, resample, plan_act, assertion, conpact_i)
   routing.py     RoleRouter: planner and actor served by different backends
   scripted.py    scripted planner/actor with a seeded perception-noise model (mechanics only)
+  scripted_games.py  its perception of Procgen and Crafter frames
   labels.py      independent contradiction labels (policy replay) for comparator precision/recall
   metrics.py     mismatch D over comparable checks, assertion coverage, correctness, avg/pass@k,
                  pass^k, cost metrics, cluster-bootstrap CIs (None, never NaN, without inputs)

@@ -199,6 +199,10 @@ def _minigrid_truth(f: dict) -> dict:
           "carrying": f["carrying"] or "nothing"}
 
 
+def _procgen_truth(f: dict) -> dict:
+  return {"target_visible": f["target_visible"], "hazard_nearby": f.get("hazard_nearby")}
+
+
 def _crafter_truth(f: dict) -> dict:
   return {"facing": f["facing"],
           "nearby_resources": [m for m in f["nearby_resources"] if m in CRAFTER_RESOURCES],
@@ -230,6 +234,29 @@ SCHEMAS = {
               "within 2"),
     ), _crafter_truth),
 }
+
+
+# Procgen (paper Table 3): the game-specific referents of target_visible and hazard_nearby; maze
+# has no hazard_nearby field. Schema names are "procgen-<game>".
+PROCGEN_REFERENTS = {
+    "bigfish": ("at least one visibly smaller fish", "a larger fish"),
+    "chaser": ("at least one uncollected orb", "an enemy that is not vulnerable"),
+    "coinrun": ("the goal coin", "a saw, an enemy or a deadly gap"),
+    "jumper": ("the carrot", "spikes"),
+    "maze": ("the cheese", None),
+    "miner": ("at least one diamond", "a boulder or diamond that could fall onto the player"),
+}
+
+
+def _procgen_schema(game: str) -> Schema:
+  target, threat = PROCGEN_REFERENTS[game]
+  fields = [Field("target_visible", "bool", f"true if {target} is in view")]
+  if threat is not None:
+    fields.append(Field("hazard_nearby", "bool", f"true if {threat} is near the player"))
+  return Schema(f"procgen-{game}", tuple(fields), _procgen_truth)
+
+
+SCHEMAS.update({f"procgen-{g}": _procgen_schema(g) for g in PROCGEN_REFERENTS})
 
 
 def get(env: str) -> Schema:

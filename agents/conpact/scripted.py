@@ -6,7 +6,8 @@ SCRIPTED -- numbers produced with this policy are mechanics demonstrations, not 
 the system prompt's first line, the current frame, an injected "Verified state" block, discussion
 feedback. It *perceives* the frame by parsing the rendered text and, with probability
 `noise.rate("perception")`, misreads one task-relevant fact (Sokoban: a box or the player one
-column off, as in the paper's Figure 1; MiniGrid: the target one cell off). It asserts what it
+column off, as in the paper's Figure 1; MiniGrid: the target one cell off; Procgen and Crafter:
+agents/conpact/scripted_games.py). It asserts what it
 perceived and acts on it (Sokoban: first move of the BFS solution of the perceived board; MiniGrid:
 greedy approach of the perceived target). Injected verified facts replace perception. In a
 discussion with conflict feedback it looks again carefully (a clean reading), missing with
@@ -25,7 +26,7 @@ import types
 
 import numpy as np
 
-from agents.conpact import parse, schemas
+from agents.conpact import parse, schemas, scripted_games
 from envs.sokoban import solver
 from envs.sokoban import text as sokoban_text
 from lib.llm.scripted import NoiseModel
@@ -237,7 +238,8 @@ class MiniGridPerception:
     return f"reach the target {board['target'][0]} forward, {board['target'][1]} right"
 
 
-PERCEPTION = {"sokoban": SokobanPerception, "minigrid": MiniGridPerception}
+PERCEPTION = {"sokoban": SokobanPerception, "minigrid": MiniGridPerception,
+              **scripted_games.PERCEPTIONS}  # Procgen games and Crafter
 
 
 # ---- the policy -------------------------------------------------------------------------------

@@ -14,11 +14,12 @@ from lib.llm import factory
 
 
 def get_config(arg=None):
-  arg = common.parse_arg(arg, debug=False, episodes=32, preset="qwen3-tiny")
+  arg = common.parse_arg(arg, debug=False, episodes=32, preset="qwen3-tiny", rounds=5)
   c = ml_collections.ConfigDict()
   c.experiment = "bench/host_loop"
   c.seed = 0
   c.episodes = 8 if arg.debug else arg.episodes
+  c.rounds = 2 if arg.debug else arg.rounds   # interleaved timed rounds (lib/bench_rounds.py)
   c.env_n = 64
   c.action_budget = 4
   c.call_budget = 4

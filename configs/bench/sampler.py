@@ -9,14 +9,14 @@ from configs import common
 
 
 def get_config(arg=None):
-  arg = common.parse_arg(arg, debug=False, new_tokens=128, repeats=3)
+  arg = common.parse_arg(arg, debug=False, new_tokens=128, rounds=5)
   c = ml_collections.ConfigDict()
   c.experiment = "bench/sampler"
   c.seed = 0
   c.preset = "qwen3-tiny" if arg.debug else "qwen3-20m"   # lib/models/qwen/config.py PRESETS
   c.batches = [1, 2] if arg.debug else [1, 8]
   c.prompt_len = 16
-  c.new_tokens = 8 if arg.debug else arg.new_tokens        # greedy, no EOS: every row runs to the end
-  c.repeats = 1 if arg.debug else arg.repeats               # timed runs per side; the median counts
+  c.new_tokens = 8 if arg.debug else arg.new_tokens  # greedy, no EOS: every row runs to the end
+  c.rounds = 2 if arg.debug else arg.rounds                 # interleaved timed rounds per side
   c.init_std = 0.02                                         # transformers' initializer_range
   return c

@@ -10,7 +10,8 @@ from configs import common
 
 
 def get_config(arg=None):
-  arg = common.parse_arg(arg, debug=False, requests=64, concurrency=16, max_tokens=32)
+  arg = common.parse_arg(arg, debug=False, requests=64, concurrency=16, max_tokens=32,
+                         rounds=5)
   c = ml_collections.ConfigDict()
   c.experiment = "bench/serve"
   c.seed = 0
@@ -19,4 +20,5 @@ def get_config(arg=None):
   c.concurrency = 4 if arg.debug else arg.concurrency    # clients in the batched mode
   c.max_tokens = 8 if arg.debug else arg.max_tokens      # greedy; EOS may end a reply earlier
   c.chunk_size = 16
+  c.rounds = 2 if arg.debug else arg.rounds              # interleaved timed rounds per mode
   return c

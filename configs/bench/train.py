@@ -15,6 +15,7 @@ def get_config(arg=None):
   c.seed = 0
   c.bench = dict(preset="qwen3-tiny" if arg.debug else "qwen3-20m", batch=4,
                  seq_len=32 if arg.debug else 128, response_len=16 if arg.debug else 64,
-                 lr=1e-5, weight_decay=0.01, rounds=2 if arg.debug else 3,
-                 reps=2)
+                 lr=1e-5, weight_decay=0.01,
+                 rounds=2 if arg.debug else 5,  # interleaved jax/torch rounds (lib/bench_rounds.py)
+                 reps=2)                        # updates per side per round
   return c

@@ -1,15 +1,21 @@
 """ConPAct CPU demonstration 1 -- SCRIPTED planner/actor with seeded perception noise.
 
-Sokoban and MiniGrid (BabyAI GoTo tasks). Shows, mechanically: the comparator recovers labelled
-injected contradictions (precision/recall vs labels replayed from the policy), injecting the true
-state facts lowers mismatch and raises success (paper Figure 4), the ConPAct-I ablation switches
-(Table 18 layout), and the inference baselines (ReAct, Self-Refine, resampling, Plan-Act), with
+Sokoban and MiniGrid (BabyAI GoTo tasks) by default; `envs=` picks any of sokoban, minigrid,
+procgen (the paper's six games, one env each: procgen-bigfish, ...) and crafter, joined by "+"
+(every environment of the paper except OSWorld, which needs screenshots and a VLM). Shows,
+mechanically: the comparator recovers labelled injected contradictions (precision/recall vs
+labels replayed from the policy), injecting the true state facts lowers mismatch and raises
+success (paper Figure 4), the ConPAct-I ablation switches (Table 18 layout), and the inference
+baselines (ReAct, Self-Refine, resampling, Plan-Act), with
 failure attribution, sub-goal adherence and CC/CW; `demo.png` in the workdir plots success and
 initial vs residual D per condition. Scripted numbers are mechanics, not model results.
 
 python launch.py --config=configs/conpact/scripted.py --workdir=runs/conpact_scripted
 python launch.py --config=configs/conpact/scripted.py:debug=True --workdir=runs/conpact_scripted_dbg
 python launch.py --config=configs/conpact/scripted.py:perception=0.5 --workdir=runs/conpact_p05
+# Procgen and Crafter (debug: about half a minute; procgen and crafter are optional deps):
+python launch.py --config=configs/conpact/scripted.py:debug=True,envs=procgen+crafter --workdir=runs/conpact_pc_dbg
+python launch.py --config=configs/conpact/scripted.py:envs=sokoban+minigrid+procgen+crafter --workdir=runs/conpact_all
 # the figures in the README (about 25 min on 2 heavily shared CPU cores):
 python launch.py --config=configs/conpact/scripted.py:instances=6,mg_per_task=2 --workdir=runs/conpact_scripted
 """
@@ -17,6 +23,10 @@ import ml_collections
 
 from configs import common
 from lib.llm import factory
+
+ENVS = ("sokoban", "minigrid", "procgen", "crafter")
+PROCGEN_GAMES = ("bigfish", "chaser", "coinrun", "jumper", "maze", "miner")  # paper Table 5
+DEBUG_NEW_ENV_BUDGET = 12  # a debug run with Procgen/Crafter caps A = C (160 there) of every env
 
 ABLATION = [  # (name, correction trigger, conflict feedback, planner participation)
     ("conpact_no_trigger", False, False, False),
@@ -44,20 +54,33 @@ def conditions(subgoal_steps: int) -> list[dict]:
   return out
 
 
+def env_names(envs: str) -> list[str]:
+  """"sokoban+procgen" -> ["sokoban", "procgen-bigfish", ..., "procgen-miner"]; raises on an
+  unknown name."""
+  out = []
+  for name in envs.split("+"):
+    if name not in ENVS:
+      raise ValueError(f"unknown ConPAct env {name!r} in envs={envs!r}; valid: {'+'.join(ENVS)}")
+    out += [f"procgen-{g}" for g in PROCGEN_GAMES] if name == "procgen" else [name]
+  return out
+
+
 def get_config(arg=None):
-  arg = common.parse_arg(arg, debug=False, perception=0.3, instances=20, mg_per_task=5, rollouts=8)
+  arg = common.parse_arg(arg, debug=False, perception=0.3, instances=20, mg_per_task=5, rollouts=8,
+                         envs="sokoban+minigrid")
   c = ml_collections.ConfigDict()
   c.experiment = "conpact/eval"
   c.seed = 0
-  c.envs = ["sokoban", "minigrid"]
+  c.envs = env_names(arg.envs)
   c.split = "evaluation"
-  c.instances = 2 if arg.debug else arg.instances  # Sokoban / Crafter instances
+  c.instances = 2 if arg.debug else arg.instances  # Sokoban / Crafter / per-Procgen-game instances
   c.minigrid_per_task = 2 if arg.debug else arg.mg_per_task  # paper Table 6: 5 seeds per task
   c.minigrid_tasks = (["BabyAI-GoToRedBall-v0"] if arg.debug else
                       ["BabyAI-GoToRedBall-v0", "BabyAI-GoToObj-v0", "BabyAI-GoToLocal-v0"])
   c.rollouts = 2 if arg.debug else arg.rollouts
   c.max_live = None
-  c.budget_cap = 0  # 0: the paper's A = C per instance
+  new_envs = any(e == "crafter" or e.startswith("procgen-") for e in c.envs)
+  c.budget_cap = DEBUG_NEW_ENV_BUDGET if arg.debug and new_envs else 0  # 0: the paper's A = C
   c.label = ""  # table label; "" = derived from the backend kind
   c.n_resamples = 200 if arg.debug else 2000
   c.backend = factory.backend_config("scripted", seed=0)

@@ -16,6 +16,8 @@ east `move_right`.
 cell, nearby resources and creatures with offsets, and `hazard_nearby` = a zombie, skeleton or
 arrow within HAZARD_CREATURE_DISTANCE steps (Manhattan) or lava within HAZARD_LAVA_DISTANCE steps.
 """
+import collections
+import copy
 
 import crafter
 from crafter import constants, objects
@@ -150,12 +152,39 @@ def render_text(env) -> str:
   return "\n".join(lines)
 
 
-class CrafterText:
-  """Host-loop Crafter with text observations; a fresh crafter world per `reset(seed)`."""
+_WORLDS: collections.OrderedDict = collections.OrderedDict()  # (seed, area, max_steps) -> env
+WORLD_CACHE_SIZE = 256
 
-  def __init__(self, max_steps: int = 10000, area=(64, 64)):
+
+def _fresh_env(seed: int, area, max_steps: int):
+  env = crafter.Env(area=area, length=max_steps, seed=int(seed))
+  env.reset()
+  return env
+
+
+def _reset_env(seed: int, area, max_steps: int):
+  """A just-reset crafter env: a copy of the cached world of this seed (world generation takes
+  about 2 s; a copy of the reset env, its RNG state included, is the same episode start)."""
+  key = (int(seed), tuple(area), int(max_steps))
+  if key not in _WORLDS:
+    _WORLDS[key] = _fresh_env(seed, area, max_steps)
+    if len(_WORLDS) > WORLD_CACHE_SIZE:
+      _WORLDS.popitem(last=False)
+  _WORLDS.move_to_end(key)
+  return copy.deepcopy(_WORLDS[key])
+
+
+class CrafterText:
+  """Host-loop Crafter with text observations; a fresh crafter world per `reset(seed)`.
+
+  With `reuse_worlds`, a seed's world is generated once per process and each reset starts from a
+  copy of it (for evaluations that reset the same seeds many times).
+  """
+
+  def __init__(self, max_steps: int = 10000, area=(64, 64), reuse_worlds: bool = False):
     self.max_steps = max_steps
     self.area = area
+    self.reuse_worlds = reuse_worlds
     self.env = None
 
   @property
@@ -163,8 +192,8 @@ class CrafterText:
     return ACTION_NAMES
 
   def reset(self, seed: int):
-    self.env = crafter.Env(area=self.area, length=self.max_steps, seed=int(seed))
-    self.env.reset()
+    make = _reset_env if self.reuse_worlds else _fresh_env
+    self.env = make(seed, self.area, self.max_steps)
     return render_text(self.env), self._info()
 
   def step(self, action: int | str):

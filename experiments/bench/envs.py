@@ -1,14 +1,19 @@
 """Environment throughput benchmark: steps/s of batched random-action rollouts with auto-reset.
 
 Every row is measured in this run on this machine: a jitted `lax.scan` of `steps` random actions
-over `batch` envs, timed after a warm-up call, best of `repeats` interleaved runs. `ratio` is steps/s
-over the steps/s of the row named in its `baseline` field (measured in the same run).
+over `batch` envs, compiled first, then `rounds` interleaved rounds (`lib.bench_rounds`: every row
+once per round, after one warm-up call each). `steps_per_s` is the median over rounds (min-max
+beside it); `ratio` is that median over the median of the row named in its `baseline` field
+(measured in the same run), with its range over the per-round ratios. The summary records the
+load average, CPU and thread settings, and gives no headline ratios when the run was noisy (load
+above one per core).
 
 Sections (a list, so other env families add theirs with one entry):
 - sokoban (here): ours through `VmapAutoReset` and through gymnax-style `vmap(env.step)` (a reset
   computed every step), vs jumanji's `Sokoban` under `VmapAutoResetWrapper`, on the same bank of
   generated 10x10 four-box levels (jumanji is fixed to that size) and the same 120-step limit.
-- minigrid: `experiments.bench.minigrid.measure(config) -> list[dict]`, when that module exists.
+- minigrid: `experiments.bench.minigrid.measure(config, timer) -> list[dict]`, when that module
+  exists.
 
 Choice of Sokoban implementation: ours. jumanji's rules and rewards are identical (the test
 `test_matches_jumanji_sokoban_on_random_actions` checks step-by-step equality), but it has no
@@ -18,7 +23,6 @@ README table), mainly because its auto-reset is a gather from a pre-drawn pool i
 per-env `lax.cond` that becomes a select over a full reset under `vmap`.
 """
 import importlib
-import time
 
 import jax
 import numpy as np
@@ -28,31 +32,45 @@ from envs.sokoban import env as sk
 from envs.sokoban import generator, jumanji_peer
 from envs.wrappers import VmapAutoReset
 from lib import tb
+from lib.bench_rounds import Rounds
 from lib.results import write_summary
 
-# (section name, module, function) — each function maps config -> list of row dicts
+# (section name, module, function) — each function maps (config, timer) -> list of row dicts
 SECTIONS = [
     ("sokoban", "experiments.bench.envs", "sokoban_rows"),
     ("minigrid", "experiments.bench.minigrid", "measure"),
 ]
 
 
-def time_rollouts(fns: dict, key, repeats: int) -> dict:
-  """Fastest-of-`repeats` seconds per jitted `fn(key)`, after a compile call each.
+def rollout_rates(fns: dict, key, timer: Rounds, work: float) -> dict:
+  """Interleaved rounds of already-compiled jitted `fn(key)` (a fresh key per call).
 
-  Repeats are interleaved across the functions (round robin), so a burst of load from other
-  processes on a shared machine hits every candidate alike instead of one row.
+  Args:
+    fns: {row name: jitted fn(key)}.
+    key: the base key; call i uses `fold_in(key, i + 1)`.
+    timer: the run's `Rounds`.
+    work: env steps per call (batch x steps).
+  Returns:
+    `timer.time`'s dict: {row name: {"per_s": spread, "per_s_rounds": [...], ...}}.
   """
-  for fn in fns.values():
-    jax.block_until_ready(fn(key))
-  best = {name: float("inf") for name in fns}
-  for i in range(repeats):
-    k = jax.random.fold_in(key, i + 1)
-    for name, fn in fns.items():
-      start = time.perf_counter()
-      jax.block_until_ready(fn(k))
-      best[name] = min(best[name], time.perf_counter() - start)
-  return best
+  def side(fn):
+    calls = [0]
+
+    def call():
+      calls[0] += 1
+      jax.block_until_ready(fn(jax.random.fold_in(key, calls[0])))
+    return call
+
+  return timer.time({name: side(fn) for name, fn in fns.items()}, work=work)
+
+
+def fill_rates(rows: list[dict], timed: dict) -> None:
+  """Writes each timed row's median steps/s, its min-max and its per-round rates into the row."""
+  for row in rows:
+    if row["name"] in timed:
+      t = timed[row["name"]]
+      row.update(steps_per_s=t["per_s"]["median"], steps_per_s_min=t["per_s"]["min"],
+                 steps_per_s_max=t["per_s"]["max"], per_round=t["per_s_rounds"])
 
 
 def _ours_pooled(env, batch, steps):
@@ -108,7 +126,7 @@ def _jumanji(levels, batch, steps, time_limit):
   return jax.jit(run)
 
 
-def sokoban_rows(config) -> list[dict]:
+def sokoban_rows(config, timer: Rounds) -> list[dict]:
   c = config.sokoban
   levels = generator.generate_levels(config.seed, c.num_levels, 10, 10, 4)
   env = sk.Sokoban(levels, c.max_steps)
@@ -129,23 +147,28 @@ def sokoban_rows(config) -> list[dict]:
     except Exception as e:  # noqa: BLE001
       row["error"] = f"{type(e).__name__}: {e}"[:300]
     rows.append(row)
-  seconds = time_rollouts(fns, key, config.repeats)
-  for row in rows:
-    if row["name"] in seconds:
-      row["steps_per_s"] = config.batch * config.steps / seconds[row["name"]]
+  fill_rates(rows, rollout_rates(fns, key, timer, config.batch * config.steps))
   return rows
 
 
 def _add_ratios(rows: list[dict]) -> None:
+  """ratio = median steps/s over the baseline row's median; ratio_min/max over the rounds (from
+  the rows' `per_round` rates, which are then dropped)."""
   by_name = {r["name"]: r for r in rows}
   for r in rows:
     base = by_name.get(r.get("baseline") or "")
     ok = base is not None and np.isfinite(base["steps_per_s"]) and base["steps_per_s"] > 0
     r["ratio"] = r["steps_per_s"] / base["steps_per_s"] if ok else float("nan")
+    if ok and "per_round" in r and "per_round" in base:
+      per_round = [a / b for a, b in zip(r["per_round"], base["per_round"])]
+      r["ratio_min"], r["ratio_max"] = min(per_round), max(per_round)
+  for r in rows:
+    r.pop("per_round", None)
 
 
 def run(config, workdir):
   rows, notes = [], []
+  timer = Rounds(config.rounds, warmup=1)
   for section, module_name, fn_name in SECTIONS:
     if section not in config.sections:
       continue
@@ -156,7 +179,7 @@ def run(config, workdir):
         raise
       notes.append(f"section {section}: {module_name} not present, skipped")
       continue
-    for row in getattr(module, fn_name)(config):
+    for row in getattr(module, fn_name)(config, timer):
       rows.append({"section": section, "steps_per_s": float("nan"), "baseline": None, **row})
   _add_ratios(rows)
   writer = tb.writer(workdir)
@@ -169,9 +192,15 @@ def run(config, workdir):
   table = "\n".join(lines + notes)
   print(table, flush=True)
   logging.info("bench_envs:\n%s", table)
+  machine = timer.machine()
   summary = {"batch": config.batch, "steps": config.steps, "backend": jax.default_backend(),
-             "devices": str(jax.devices()), "notes": notes}
+             "devices": str(jax.devices()), "notes": notes, "noisy": machine["noisy"],
+             "ratios": {r["name"]: timer.headline(r["ratio"]) for r in rows
+                        if r.get("baseline")},
+             "machine": machine}
+  print(timer.note(), flush=True)
   write_summary(workdir, summary, rows, title="Environment throughput (steps/s)",
-                notes=f"batch {config.batch}, {config.steps} scan steps, best of {config.repeats}; "
-                      f"backend {jax.default_backend()}. " + " ".join(notes))
+                notes=f"batch {config.batch}, {config.steps} scan steps; steps/s is the median "
+                      f"over rounds; backend {jax.default_backend()}. {timer.note()} "
+                      + " ".join(notes))
   return summary

@@ -4,14 +4,19 @@ Runs `episodes` GuessEnv episodes with the one-role PromptAgent on a Flax backen
 random model by default -- it guesses badly, so every episode uses its whole budget and both modes
 do identical work). Baseline: `max_live=1`, i.e. one model call per request, the way a per-episode
 agent loop would call a model. Batched: every live episode's request in one sampler call per step.
-Both modes run once untimed first (XLA compiles), then timed; greedy decoding makes their
-transcripts identical, which the run checks. Prints episodes/s for both and the speed-up ratio.
+Both modes run once untimed first (XLA compiles), then `rounds` interleaved timed rounds
+(`lib.bench_rounds`: sequential, batched, sequential, ...; every round plays the same episodes into
+a fresh results file); greedy decoding makes their transcripts identical, which the run checks.
+Prints the median episodes/s of both with its min-max and the speed-up ratio with its range over
+rounds; the summary records the load, CPU and threads, and has no headline ratio when the run was
+noisy (load above one per core).
 """
-import time
+import itertools
 
 from absl import logging
 
 from lib import tb
+from lib.bench_rounds import Rounds
 from lib.llm import factory
 from lib.llm.backend import SamplingParams
 from lib.llm.guess_env import GuessEnv, parse_guess
@@ -33,11 +38,9 @@ def _run(backend, config, specs, max_live, path):
   loop = HostLoop(backend, action_budget=config.action_budget, call_budget=config.call_budget,
                   max_live=max_live, show_progress=False)
   with ResultsLog(path, key=("episode",)) as log:
-    start = time.perf_counter()
     out = loop.run(specs, log)
-    elapsed = time.perf_counter() - start
     rows = sorted(log.rows(), key=lambda r: r["episode"])
-  return elapsed, out["steps"], rows
+  return out["steps"], rows
 
 
 def run(config, workdir):
@@ -46,28 +49,49 @@ def run(config, workdir):
   warm = _specs(config.episodes, 10_000, params, config.env_n)
   timed = _specs(config.episodes, 0, params, config.env_n)
   modes = {"sequential (max_live=1)": 1, "batched host loop": None}
-  table, transcripts = [], {}
-  for name, max_live in modes.items():
+  last, counter = {}, itertools.count()
+
+  def side(name, max_live):
+    tag = "seq" if max_live == 1 else "batched"
+
+    def call():  # a fresh results file per call: a resumed log would skip every episode
+      last[name] = _run(backend, config, timed, max_live, f"{workdir}/timed_{tag}_{next(counter)}")
+    return call
+
+  for max_live in modes.values():
     tag = "seq" if max_live == 1 else "batched"
     _run(backend, config, warm, max_live, f"{workdir}/warmup_{tag}")
-    elapsed, steps, rows = _run(backend, config, timed, max_live, f"{workdir}/timed_{tag}")
-    calls = sum(r["calls"] for r in rows)
+  timer = Rounds(config.rounds, warmup=0)   # the untimed runs above are the warm-up
+  t = timer.time({name: side(name, ml) for name, ml in modes.items()}, work=config.episodes)
+  table, transcripts = [], {}
+  for name in modes:
+    steps, rows = last[name]
     transcripts[name] = [[e.get("text") for e in r["transcript"]] for r in rows]
-    table.append({"mode": name, "episodes": len(rows), "model_calls": calls,
-                  "backend_batches": steps, "seconds": elapsed,
-                  "episodes_per_s": len(rows) / elapsed,
+    per_s = t[name]["per_s"]
+    table.append({"mode": name, "episodes": len(rows),
+                  "model_calls": sum(r["calls"] for r in rows), "backend_batches": steps,
+                  "seconds": t[name]["seconds"]["median"], "episodes_per_s": per_s["median"],
+                  "episodes_per_s_min": per_s["min"], "episodes_per_s_max": per_s["max"],
                   "output_tokens": sum(r["output_tokens"] for r in rows)})
   base, new = table
   same = transcripts[base["mode"]] == transcripts[new["mode"]]
-  ratio = new["episodes_per_s"] / base["episodes_per_s"]
+  cmp = Rounds.compare(t[new["mode"]], t[base["mode"]])
+  ratio = cmp["ratio"]
   writer = tb.writer(workdir)
   writer.add_scalar("host_loop_bench/speedup", ratio, 0)
-  summary = {"speedup_vs_sequential": ratio, "identical_transcripts": same,
-             "backend": config.backend.kind, "episodes": config.episodes}
+  machine = timer.machine()
+  summary = {"speedup_vs_sequential": timer.headline(ratio),
+             "speedup_min": cmp["ratio_min"], "speedup_max": cmp["ratio_max"],
+             "identical_transcripts": same, "backend": config.backend.kind,
+             "episodes": config.episodes, "noisy": machine["noisy"], "machine": machine,
+             "tokens_per_s_counts": "not reported: episodes/s; output_tokens are the same in "
+                                    "both modes (greedy, identical transcripts)"}
   msg = (f"[host_loop_bench] {config.episodes} episodes x {config.call_budget} calls, "
          f"{config.backend.kind} backend: sequential {base['episodes_per_s']:.2f} ep/s "
          f"({base['backend_batches']} backend calls), batched {new['episodes_per_s']:.2f} ep/s "
-         f"({new['backend_batches']} backend calls): {ratio:.1f}x; identical transcripts: {same}")
+         f"({new['backend_batches']} backend calls): {ratio:.1f}x "
+         f"[{cmp['ratio_min']:.1f}-{cmp['ratio_max']:.1f}]; identical transcripts: {same}. "
+         + timer.note())
   print(msg, flush=True)
   logging.info(msg)
   write_summary(workdir, summary, table, title="Host loop: batched vs sequential model calls",

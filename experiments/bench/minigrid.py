@@ -8,21 +8,21 @@ Every row is measured in this run on this machine (steps/s = env transitions per
   refreshed while stepping); every step computes the 7x7 egocentric view, and every row
   (ours and the peers) sums all of its observation bytes into the scan output. The initial
   reset (drawing 2 x batch levels) is setup and is not timed, for every JAX row alike; the
-  timed call steps from the state the previous call left. Best of `repeats` after a compile.
+  timed call steps from the state the previous call left.
 - farama: one `gym.make(task)` env stepped with random actions in a Python loop, reset on
-  termination/truncation (Farama's own `step` also builds the 7x7 view); best of `repeats`
-  chunks of `farama_steps`, timed in the same round robin as the JAX rows.
+  termination/truncation (Farama's own `step` also builds the 7x7 view), `farama_steps` per call.
 - navix `Navix-GoToDoor-8x8-v0` (first-person symbolic 7x7 observation, its built-in
   auto-reset) and xminigrid `MiniGrid-BlockedUnlockPickUp` (`GymAutoResetWrapper`), vmapped
   like ours. They are the closest JAX peers: navix has only MiniGrid's single-room 8x8 GoToDoor
   (our BabyAI-GoToDoor is 3x3 rooms on a 19x19 grid), xminigrid's BlockedUnlockPickUp is the
   same 11x6 two-room level as BabyAI's. A peer that fails to import or run is reported with its
   error, never dropped.
-`ratio` divides by the `baseline` row (Farama on the same or comparable task);
-`ratio_vs_peer` divides our row by the comparable JAX peer's row.
+Timing (`lib.bench_rounds`): after a compile, `rounds` interleaved rounds (every row once per
+round, one warm-up call each); steps/s is the median over rounds with its min-max. `ratio` divides
+by the median of the `baseline` row (Farama on the same or comparable task), `ratio_vs_peer` our row
+by the comparable JAX peer's row, each with its range over rounds. The summary records the load,
+CPU and threads, and has no headline ratios when the run was noisy (load above one per core).
 """
-import time
-
 import jax
 import numpy as np
 from absl import logging
@@ -30,6 +30,7 @@ from absl import logging
 from envs import registry
 from envs.wrappers import VmapAutoReset
 from lib import tb
+from lib.bench_rounds import Rounds
 from lib.results import write_summary
 
 TASKS = ("BabyAI-GoToRedBall-v0", "BabyAI-GoToObj-v0", "BabyAI-GoToLocal-v0", "BabyAI-GoTo-v0",
@@ -100,7 +101,7 @@ def _xminigrid(batch, steps):
 
 class FaramaRunner:
   """One Farama env stepped with seeded random actions, reset on termination/truncation;
-  each call times `n_steps` steps and returns the elapsed seconds."""
+  each call steps `n_steps` times (actions drawn before the loop)."""
 
   def __init__(self, task: str, n_steps: int, seed: int):
     import gymnasium as gym  # Farama's MiniGrid: the optional `envs` extra, imported when timed
@@ -110,32 +111,23 @@ class FaramaRunner:
     self.rng = np.random.default_rng(seed)
     self.n_steps = n_steps
 
-  def __call__(self) -> float:
-    actions = self.rng.integers(0, 7, self.n_steps)
-    start = time.perf_counter()
-    for a in actions:
-      _, _, term, trunc, _ = self.env.step(int(a))
+  def __call__(self) -> None:
+    for a in self.rng.integers(0, 7, self.n_steps).tolist():
+      _, _, term, trunc, _ = self.env.step(a)
       if term or trunc:
         self.env.reset()
-    return time.perf_counter() - start
 
 
-def _best_seconds(runners: dict, farama: dict, key, repeats: int) -> dict:
-  """Fastest of `repeats` timed calls per row. JAX runners are (carry, run) and continue the
-  previous carry; Farama runners time themselves. All rows are interleaved round robin, so a
-  burst of load from other processes hits ours and the baseline alike."""
-  best = {name: float("inf") for name in [*runners, *farama]}
-  for i in range(repeats):
-    k = jax.random.fold_in(key, i + 1)
-    for name, (carry, run) in runners.items():
-      start = time.perf_counter()
-      carry, stats = run(carry, k)
-      jax.block_until_ready(stats)
-      best[name] = min(best[name], time.perf_counter() - start)
-      runners[name] = (carry, run)
-    for name, runner in farama.items():
-      best[name] = min(best[name], runner())
-  return best
+def _jax_side(carry, run, key):
+  """A no-argument call for `Rounds.time`: one scan from the previous call's carry, a fresh key
+  per call."""
+  state = {"carry": carry, "calls": 0}
+
+  def call():
+    state["calls"] += 1
+    state["carry"], stats = run(state["carry"], jax.random.fold_in(key, state["calls"]))
+    jax.block_until_ready(stats)
+  return call
 
 
 def _options(config) -> dict:
@@ -146,10 +138,19 @@ def _options(config) -> dict:
           "farama_steps": int(opts.get("farama_steps", 300 if debug else 3000))}
 
 
-def measure(config) -> list[dict]:
-  """Rows {name, env, impl, batch, steps_per_s, baseline, ratio[, peer, ratio_vs_peer, error]}."""
+def measure(config, timer: Rounds | None = None) -> list[dict]:
+  """Times every row in interleaved rounds.
+
+  Args:
+    config: the benchmark config (`seed`, `batch`, `steps`, `rounds`, `minigrid` options).
+    timer: the run's `Rounds` (a new one of `config.rounds` rounds when None).
+  Returns:
+    rows {name, env, impl, batch, steps_per_s (median), steps_per_s_min/max, baseline, ratio,
+    ratio_min/max[, peer, ratio_vs_peer, ratio_vs_peer_min/max, error]}.
+  """
   opts = _options(config)
-  batch, steps, repeats = int(config.batch), int(config.steps), int(config.repeats)
+  timer = timer or Rounds(int(config.rounds), warmup=1)
+  batch, steps = int(config.batch), int(config.steps)
   key = jax.random.key(config.seed)
   rows, fns = [], {}
 
@@ -182,23 +183,35 @@ def measure(config) -> list[dict]:
     farama[name] = FaramaRunner(task, opts["farama_steps"], int(config.seed))
     rows.append({"name": name, "env": task, "impl": "farama", "batch": 1,
                  "steps_per_s": float("nan"), "baseline": None})
-  for name, seconds in _best_seconds(fns, farama, key, repeats).items():
-    row = next(r for r in rows if r["name"] == name)
-    row["steps_per_s"] = (batch * steps if name in fns else opts["farama_steps"]) / seconds
+  sides = {name: _jax_side(carry, run, key) for name, (carry, run) in fns.items()}
+  sides.update(farama)
+  work = {name: batch * steps if name in fns else opts["farama_steps"] for name in sides}
+  timed = timer.time(sides, work=work)
   by_name = {r["name"]: r for r in rows}
+  for name, t in timed.items():
+    by_name[name].update(steps_per_s=t["per_s"]["median"], steps_per_s_min=t["per_s"]["min"],
+                         steps_per_s_max=t["per_s"]["max"])
+  nan = float("nan")
   for r in rows:
-    base = by_name.get(r["baseline"] or "")
-    r["ratio"] = (r["steps_per_s"] / base["steps_per_s"]) if base else float("nan")
+    both = r["name"] in timed and (r["baseline"] or "") in timed
+    cmp = Rounds.compare(timed[r["name"]], timed[r["baseline"]]) if both else {}
+    r.update(ratio=cmp.get("ratio", nan), ratio_min=cmp.get("ratio_min", nan),
+             ratio_max=cmp.get("ratio_max", nan))
   for name, (task, _) in PEERS.items():
-    ours, peer = by_name.get(f"minigrid/{task}/ours"), by_name.get(name)
-    if ours and peer:
-      ours["peer"] = name
-      ours["ratio_vs_peer"] = ours["steps_per_s"] / peer["steps_per_s"]
+    ours = f"minigrid/{task}/ours"
+    if ours in by_name and name in by_name:
+      by_name[ours]["peer"] = name
+      both = ours in timed and name in timed
+      cmp = Rounds.compare(timed[ours], timed[name]) if both else {}
+      by_name[ours].update(ratio_vs_peer=cmp.get("ratio", nan),
+                           ratio_vs_peer_min=cmp.get("ratio_min", nan),
+                           ratio_vs_peer_max=cmp.get("ratio_max", nan))
   return rows
 
 
 def run(config, workdir):
-  rows = measure(config)
+  timer = Rounds(int(config.rounds), warmup=1)
+  rows = measure(config, timer)
   writer = tb.writer(workdir)
   lines = [f"{'name':<52} {'batch':>5} {'steps/s':>14} {'x farama':>9} {'x peer':>8}"]
   for r in rows:
@@ -210,9 +223,18 @@ def run(config, workdir):
   table = "\n".join(lines)
   print(table, flush=True)
   logging.info("bench_minigrid:\n%s", table)
-  summary = {"batch": config.batch, "steps": config.steps, "repeats": config.repeats,
-             "backend": jax.default_backend(), "devices": str(jax.devices())}
+  print(timer.note(), flush=True)
+  machine = timer.machine()
+  summary = {"batch": config.batch, "steps": config.steps, "rounds": config.rounds,
+             "backend": jax.default_backend(), "devices": str(jax.devices()),
+             "noisy": machine["noisy"],
+             "ratio_vs_farama": {r["name"]: timer.headline(r["ratio"]) for r in rows
+                                 if r["baseline"]},
+             "ratio_vs_peer": {r["name"]: timer.headline(r["ratio_vs_peer"]) for r in rows
+                               if "ratio_vs_peer" in r},
+             "machine": machine}
   write_summary(workdir, summary, rows, title="MiniGrid/BabyAI throughput (steps/s)",
-                notes=f"batch {config.batch}, {config.steps} scan steps, best of "
-                      f"{config.repeats}; Farama single env. backend {jax.default_backend()}.")
+                notes=f"batch {config.batch}, {config.steps} scan steps; steps/s is the median "
+                      f"over rounds; Farama single env. backend {jax.default_backend()}. "
+                      + timer.note())
   return summary

@@ -2,11 +2,12 @@
 
 Both sides hold the same random weights: transformers builds `Qwen3_5ForCausalLM` from our preset's
 config (its own initialisation), writes a checkpoint, and we load it. Greedy decoding with no EOS,
-so every row produces exactly `new_tokens` tokens; tokens/s = batch * new_tokens / median wall time
-of the timed repeats. Our first call (the XLA compile) is timed apart and excluded, as is
-transformers' warm-up run. transformers runs its reference torch path for the DeltaNet layers
-(chunked prefill, recurrent decode) since the fused kernels need a GPU. The summary also reports
-how many greedy tokens the two sides agree on.
+so every row produces exactly `new_tokens` tokens; tokens/s = batch * new_tokens (response tokens
+only, both sides) per call, median over interleaved rounds (`lib.decode_throughput`, which also
+records the load and marks a noisy run). Our first call (the XLA compile) is timed apart and
+excluded, as are the warm-up calls. transformers runs its reference torch path for the DeltaNet
+layers (chunked prefill, recurrent decode) since the fused kernels need a GPU. The summary also
+reports how many greedy tokens the two sides agree on.
 """
 import torch
 import transformers

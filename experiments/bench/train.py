@@ -3,13 +3,15 @@ transformers (same Qwen3 weights, AdamW, grad clip 1.0, same batch), measured in
 
 Both sides get the identical model (written with `lib.models.save_pretrained`, read by
 `transformers.Qwen3ForCausalLM.from_pretrained`), batch and hyper-parameters; the first-step losses
-are compared as a check that they compute the same thing. Timings alternate JAX / PyTorch rounds so
-background load hits both alike; the reported figure is the median round. tokens/s counts every
-token of the batch (prompt + response / prompt + target), i.e. B x T per update.
+are compared as a check that they compute the same thing. Timings alternate JAX / PyTorch rounds
+(`lib.bench_rounds`, `rounds` rounds of `reps` updates per side, after the first update of each)
+so background load hits both alike; the reported figure is the median round, with the min-max and
+the ratio's range over rounds, and the summary records the load, CPU and thread settings (no
+headline ratio on a noisy run: load above one per core). tokens/s counts every token of the batch
+(prompt + response / prompt + target), i.e. B x T per update, on both sides.
 """
 import shutil
 import tempfile
-import time
 
 import jax
 import jax.numpy as jnp
@@ -17,6 +19,7 @@ import numpy as np
 from absl import logging
 
 from lib import grpo, model_setup, models, optim, sft
+from lib.bench_rounds import Rounds, token_accounting
 from lib.results import write_summary
 from lib.train_state import TrainState, nnx_apply_fn
 
@@ -84,11 +87,12 @@ def _torch_steps(hf_dir, c, sft_batch, rl_batch):
   return sft_step, grpo_step, torch.get_num_threads()
 
 
-def _time(fn, reps):
-  t0 = time.perf_counter()
-  for _ in range(reps):
-    fn()
-  return (time.perf_counter() - t0) / reps
+def _repeated(fn, reps):
+  """`fn` called `reps` times, as one timed call."""
+  def call():
+    for _ in range(reps):
+      fn()
+  return call
 
 
 def run(config, workdir):
@@ -106,6 +110,7 @@ def run(config, workdir):
   hf_dir = tempfile.mkdtemp()
   models.save_pretrained(model, mconf, hf_dir)
   tokens = c.batch * c.seq_len
+  timer = Rounds(c.rounds, warmup=0)   # the first update of each side (compile) is the warm-up
   table = []
   for i, name in enumerate(("sft", "grpo")):
     *steps, threads = _torch_steps(hf_dir, c, sft_batch, rl_batch)
@@ -121,27 +126,39 @@ def run(config, workdir):
     first_jax = float(jax_once()["loss"])        # includes compilation
     first_torch = torch_step()                   # first torch step on the same weights
     jax.block_until_ready(holder["state"])
-    rounds_j, rounds_t = [], []
-    for _ in range(c.rounds):
-      rounds_j.append(_time(lambda: jax.block_until_ready(jax_once()), c.reps))
-      rounds_t.append(_time(torch_step, c.reps))
-    tj, tt = float(np.median(rounds_j)), float(np.median(rounds_t))
+    t = timer.time({"jax": _repeated(lambda: jax.block_until_ready(jax_once()), c.reps),
+                    "torch": _repeated(torch_step, c.reps)}, work=tokens * c.reps)
+    cmp = Rounds.compare(t["jax"], t["torch"])
     row = {"update": name, "model": c.preset, "params_M": round(mconf.num_params() / 1e6, 1),
-           "batch": f"{c.batch}x{c.seq_len}", "jax_tokens_per_s": round(tokens / tj, 1),
-           "torch_tokens_per_s": round(tokens / tt, 1), "ratio_jax_over_torch": round(tt / tj, 3),
+           "batch": f"{c.batch}x{c.seq_len}",
+           "jax_tokens_per_s": round(t["jax"]["per_s"]["median"], 1),
+           "jax_tokens_per_s_min": round(t["jax"]["per_s"]["min"], 1),
+           "jax_tokens_per_s_max": round(t["jax"]["per_s"]["max"], 1),
+           "torch_tokens_per_s": round(t["torch"]["per_s"]["median"], 1),
+           "torch_tokens_per_s_min": round(t["torch"]["per_s"]["min"], 1),
+           "torch_tokens_per_s_max": round(t["torch"]["per_s"]["max"], 1),
+           "ratio_jax_over_torch": round(cmp["ratio"], 3),
+           "ratio_min": round(cmp["ratio_min"], 3), "ratio_max": round(cmp["ratio_max"], 3),
            "first_loss_jax": round(first_jax, 5), "first_loss_torch": round(first_torch, 5),
            "same_first_loss": bool(abs(first_jax - first_torch) <= 1e-3 * max(1.0, abs(first_jax)))}
     table.append(row)
     print(f"[bench_train] {name}: jax {row['jax_tokens_per_s']} tok/s, torch "
           f"{row['torch_tokens_per_s']} tok/s, ratio {row['ratio_jax_over_torch']}x "
-          f"(first loss {first_jax:.5f} vs {first_torch:.5f})", flush=True)
+          f"[{row['ratio_min']}-{row['ratio_max']}] (first loss {first_jax:.5f} vs "
+          f"{first_torch:.5f})", flush=True)
     logging.info("bench_train %s: %s", name, row)
+  machine = timer.machine()
   summary = {"devices": str(jax.devices()[0].platform), "torch_threads": threads,
-             "ratios": {r["update"]: r["ratio_jax_over_torch"] for r in table}}
+             "ratios": {r["update"]: timer.headline(r["ratio_jax_over_torch"]) for r in table},
+             "noisy": machine["noisy"], "machine": machine,
+             "tokens": token_accounting(c.seq_len - c.response_len, c.response_len,
+                                        "prompt+response")}
+  print(timer.note(), flush=True)
   write_summary(workdir, summary, table, title="Training-update throughput vs PyTorch",
                 notes=f"{c.preset} ({table[0]['params_M']}M params), batch {c.batch}x{c.seq_len}, "
                       f"AdamW + clip 1.0, median of {c.rounds} alternating rounds of {c.reps} "
                       f"updates; baseline: transformers Qwen3ForCausalLM + torch.optim.AdamW "
-                      f"({threads} threads). Ratio > 1 means ours is faster.")
+                      f"({threads} threads). tokens/s counts all B x T tokens (prompt + "
+                      f"response) on both sides. Ratio > 1 means ours is faster. " + timer.note())
   shutil.rmtree(hf_dir, ignore_errors=True)
   return summary

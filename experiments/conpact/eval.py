@@ -44,6 +44,8 @@ def instances(config, env: str) -> list[textenv.Instance]:
     return textenv.minigrid_instances(tuple(config.minigrid_tasks), per_task=config.minigrid_per_task)
   if env == "crafter":
     return textenv.crafter_instances(config.split, n)
+  if env.startswith("procgen-"):
+    return textenv.procgen_instances(env, config.split, n)
   raise KeyError(f"unknown env {env!r}")
 
 

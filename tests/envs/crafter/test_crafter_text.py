@@ -160,3 +160,19 @@ def test_reset_is_seeded_and_episode_ends():
   assert env.reset(12)[0] != a
   with pytest.raises(ValueError, match="unknown Crafter action"):
     env.step("jump")
+
+
+def test_reused_worlds_start_the_same_episode_as_fresh_ones():
+  """A reset from the cached world (a copy, RNG included) replays a fresh world's trajectory,
+  and stepping one copy leaves the cache untouched."""
+  actions = ["move_left", "do", "move_up", "noop", "move_right", "do"] * 5
+  runs = []
+  for reuse in (False, True, True):
+    env = ct.CrafterText(max_steps=100, reuse_worlds=reuse)
+    text, info = env.reset(7)
+    out = [(text, info["state_facts"])]
+    for a in actions:
+      text, reward, _, _, info = env.step(a)
+      out.append((text, reward, info["state_facts"]))
+    runs.append(out)
+  assert runs[0] == runs[1] == runs[2]

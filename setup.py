@@ -5,31 +5,33 @@ installs the dependencies and makes the packages importable elsewhere.
 """
 from setuptools import find_packages, setup
 
+# Lower bounds are the versions the test suite ran with (2026-12-01); older ones are untested.
+# transformers 4.x still reads the tokenizers we export (tests/lib/test_tokenizer.py).
 CORE = [
-    "jax>=0.6,<0.11",
-    "flax>=0.11,<0.13",
-    "optax>=0.2.4,<0.3",
-    "orbax-checkpoint>=0.11,<0.13",
-    "absl-py>=2.1,<3",
-    "ml-collections>=1.0,<2",
-    "tensorboardX>=2.6,<3",
-    "transformers>=4.56,<6",
-    "tokenizers>=0.21,<1",
-    "safetensors>=0.4,<1",
-    "numpy>=1.26,<3",
-    "scipy>=1.11,<2",
-    "tqdm>=4.66,<5",
-    "matplotlib>=3.8,<4",
-    "jinja2>=3.1,<4",  # chat templates (transformers' apply_chat_template) need it
-    "gymnax>=1.0,<2",  # envs/base.py: every JAX env is a gymnax Environment with gymnax spaces
-    "six>=1.16",  # importing gymnax imports its bundled MNIST env, which imports six
+    "jax>=0.10.2,<0.11",
+    "flax>=0.12.8,<0.13",
+    "optax>=0.2.8,<0.3",
+    "orbax-checkpoint>=0.12.8,<0.13",
+    "absl-py>=2.5,<3",
+    "ml-collections>=1.1,<2",
+    "tensorboardX>=2.6.5,<3",
+    "transformers>=5.24,<6",
+    "tokenizers>=0.23,<1",
+    "safetensors>=0.8,<1",
+    "numpy>=2.4,<3",
+    "scipy>=1.17,<2",
+    "tqdm>=4.70,<5",
+    "matplotlib>=3.11,<4",
+    "jinja2>=3.1.6,<4",  # chat templates (transformers' apply_chat_template) need it
+    "gymnax>=1.0.1,<2",  # envs/base.py: every JAX env is a gymnax Environment with gymnax spaces
+    "six>=1.17",  # importing gymnax imports its bundled MNIST env, which imports six
 ]
 
 ENVS = [
-    "minigrid>=3.0,<4",
-    "crafter>=1.8,<2",
+    "minigrid>=3.2,<4",
+    "crafter>=1.8.3,<2",
     "cffi>=1.17",  # gym3 (Procgen's interface); procgen2 itself installs with --no-deps
-    "scienceworld>=1.2,<1.3",  # needs a Java 11+ runtime
+    "scienceworld>=1.2.3,<1.3",  # needs a Java 11+ runtime
     "alfworld>=0.4,<0.5",  # brings textworld
 ]
 
@@ -44,7 +46,7 @@ PEERS = [
 # navix imports rlax, which needs distrax (named here: without it navix's row is an import error).
 BENCH = [
     "torch==2.13.0",  # the CPU wheel, as in `test`; install `bench` beside `test`, not `gpu`
-    "minigrid>=3.0,<4",
+    "minigrid>=3.2,<4",
     *PEERS,
     "navix==0.7.4",
     "distrax>=0.1.9,<0.2",
@@ -55,18 +57,18 @@ EXTRAS = {
     "envs": ENVS,
     "bench": BENCH,
     "test": [
-        "pytest>=8,<10",
-        "chex>=0.1.89,<0.2",  # jit-once checks (assert_max_traces); product code does not use it
-        "pytest-xdist>=3.5,<4",
-        "hypothesis>=6.100,<7",
-        "openai>=1.50,<4",  # the official SDK drives experiments/serve.py in the server tests
+        "pytest>=9.2,<10",
+        "chex>=0.1.92,<0.2",  # jit-once checks (assert_max_traces); product code does not use it
+        "pytest-xdist>=3.8,<4",
+        "hypothesis>=6.170,<7",
+        "openai>=3.57,<4",  # the official SDK drives experiments/serve.py in the server tests
         # Exactly this version: it installs from the CPU wheel on disk; any other pulls CUDA.
         "torch==2.13.0",
         *ENVS,
         *PEERS,
     ],
     "gpu": [
-        "jax[cuda12]>=0.6,<0.11",
+        "jax[cuda12]>=0.10.2,<0.11",
         # 0.10.1: the first release with runner="pooling" (the embedding backend) and one that reads
         # the tokenizer our exporter writes. Its torch pin differs from `test`'s CPU torch==2.13.0,
         # so `gpu` and `test` are installed into separate environments.

@@ -17,6 +17,7 @@ def get_config(arg=None):
   c.experiment = "train_sft"
   c.seed = 0
   c.model = model_block(preset=arg.preset)
+  c.start_fresh = False  # True: move existing checkpoints aside, train from step 0
   c.mesh = dict(data=1, fsdp=1)
   # AdamW, weight decay 0.01, cosine with warm-up, clip 1.0 (the SFT recipe).
   c.optim = dict(lr=1e-2, warmup_frac=0.05, schedule="cosine", weight_decay=0.01, b1=0.9,

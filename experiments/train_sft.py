@@ -44,7 +44,8 @@ def run(config, workdir):
       state_sharding=state_sh, log_every=c.log_every, ckpt_every=c.ckpt_every, max_to_keep=3,
       lr_schedule=optim.lr_schedule(config.optim.lr, c.steps, config.optim.warmup_frac,
                                     config.optim.schedule),
-      evaluate=lambda params: float(evaluate(params, held_out)), eval_every=c.eval_every)
+      evaluate=lambda params: float(evaluate(params, held_out)), eval_every=c.eval_every,
+      start_fresh=train_loop.fresh_start(config))
   first_eval = run_.first_eval_loss
   final = float(evaluate(run_.state.params, held_out))
   tokens_seen = run_.train_tokens

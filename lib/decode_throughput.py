@@ -10,6 +10,12 @@ machine's load; a noisy run (load above one per core) gets no headline ratio. Ou
 XLA compile) is timed apart and excluded, as is one warm-up call of each side. Each row also
 reports how many greedy tokens the two sides agree on (float rounding may flip a near-tie argmax on
 random weights, after which sequences diverge). Needs torch (the `test` extra), as the transformers side does.
+
+The physical limit (`lib.roofline`): the machine's memory bandwidth is probed once before the
+rounds; each row reports the bytes one decode step must read (weights + the filled part of the
+decode cache, `roofline.decode_bytes`), our achieved GB/s (those bytes x our median decode steps/s,
+steps/s = tokens/s / batch; the timed call includes the prefill, so this slightly understates the
+decode's own rate), its share of the probed bandwidth, and the tokens/s that bandwidth would allow.
 """
 import time
 
@@ -19,7 +25,7 @@ import torch
 from absl import logging
 from flax import nnx
 
-from lib import sampling, tb
+from lib import roofline, sampling, tb
 from lib.bench_rounds import Rounds, token_accounting
 from lib.results import ResultsLog, write_summary
 
@@ -27,6 +33,14 @@ from lib.results import ResultsLog, write_summary
 def _first_mismatch(a, b):
   diff = np.flatnonzero((a != b).any(axis=0))
   return int(diff[0]) if diff.size else a.shape[1]
+
+
+def _bandwidth_text(row: dict) -> str:
+  # A row resumed from a results.jsonl written before the roofline columns existed has none.
+  if row.get("bandwidth_frac") is None:
+    return " | bandwidth not measured for this row"
+  return (f" | {row['ours_GB_s']:.1f} GB/s = {100 * row['bandwidth_frac']:.0f}% of the probed "
+          "bandwidth")
 
 
 def compare_generation(model, hf, cfg, config, workdir: str, tag: str, title: str) -> dict:
@@ -39,12 +53,13 @@ def compare_generation(model, hf, cfg, config, workdir: str, tag: str, title: st
     model: our Flax NNX model; `hf` (a transformers causal LM) must hold the same weights.
     cfg: the model config (`vocab_size`, `num_params()`).
     config: the benchmark config: `seed`, `preset`, `batches`, `prompt_len`, `new_tokens`,
-      `rounds`.
+      `rounds`, `roofline` (the probe's block, `lib.roofline.probe`).
     workdir: where results.jsonl, TensorBoard scalars and the summary go.
     tag: TensorBoard/log prefix; title: the summary's title.
   Returns:
-    the summary dict: preset, params_M, the ratio per batch size (None on a noisy run), the
-    machine state and the token accounting.
+    the summary dict: preset, params_M, the ratio and our share of the probed memory bandwidth
+    per batch size (None on a noisy run), the probed limits, the machine state and the token
+    accounting.
   """
   graphdef, state = nnx.split(model)
   rng = np.random.default_rng(config.seed)
@@ -52,6 +67,10 @@ def compare_generation(model, hf, cfg, config, workdir: str, tag: str, title: st
   writer = tb.writer(workdir)
   n = config.new_tokens
   timer = Rounds(config.rounds, warmup=1)
+  limits = roofline.probe(config.roofline)         # before the rounds, on the same machine state
+  bandwidth = limits["memory"]["gb_s"]
+  logging.info("%s: probed %.1f GB/s memory bandwidth, %.1f GFLOP/s matmul", tag, bandwidth,
+               limits["matmul"]["gflop_s"])
   logging.info("%s: %s (%.1fM params), torch threads %d, jax devices %s", tag,
                config.preset, cfg.num_params() / 1e6, torch.get_num_threads(), jax.devices())
   for batch in config.batches:
@@ -77,6 +96,10 @@ def compare_generation(model, hf, cfg, config, workdir: str, tag: str, title: st
     compile_s = time.perf_counter() - start
     theirs_tokens = theirs()                           # the greedy agreement check
     t = timer.time({"ours": ours, "transformers": theirs}, work=batch * n)
+    traffic = roofline.decode_bytes(model, cfg, batch=batch, prompt_len=config.prompt_len,
+                                    new_tokens=n)
+    per_step = traffic["bytes_per_step"]
+    ours_gb_s = per_step * t["ours"]["per_s"]["median"] / batch / 1e9
     row = {"batch": batch, "new_tokens": n, "ours_tok_s": t["ours"]["per_s"]["median"],
            "ours_tok_s_min": t["ours"]["per_s"]["min"],
            "ours_tok_s_max": t["ours"]["per_s"]["max"],
@@ -85,27 +108,41 @@ def compare_generation(model, hf, cfg, config, workdir: str, tag: str, title: st
            "transformers_tok_s_max": t["transformers"]["per_s"]["max"],
            **Rounds.compare(t["ours"], t["transformers"]), "ours_first_call_s": compile_s,
            "greedy_agree_frac": float((ours_tokens == theirs_tokens).mean()),
-           "greedy_first_mismatch": _first_mismatch(ours_tokens, theirs_tokens)}
+           "greedy_first_mismatch": _first_mismatch(ours_tokens, theirs_tokens),
+           "read_MB_per_step": per_step / 1e6,
+           "weight_MB_per_step": traffic["weight_bytes"] / 1e6,
+           "cache_MB_per_step": traffic["cache_bytes"] / 1e6, "ours_GB_s": ours_gb_s,
+           "bandwidth_frac": ours_gb_s / bandwidth,
+           "bandwidth_bound_tok_s": bandwidth * 1e9 / per_step * batch}
     log.append(row)
-    for key in ("ours_tok_s", "transformers_tok_s", "ratio"):
+    for key in ("ours_tok_s", "transformers_tok_s", "ratio", "bandwidth_frac"):
       writer.add_scalar(f"{tag}/{key}", row[key], batch)
-    logging.info("batch %d: ours %.1f tok/s, transformers %.1f tok/s, ratio %.2fx", batch,
-                 row["ours_tok_s"], row["transformers_tok_s"], row["ratio"])
+    logging.info("batch %d: ours %.1f tok/s, transformers %.1f tok/s, ratio %.2fx, %.1f GB/s "
+                 "(%.0f%% of the probed bandwidth)", batch, row["ours_tok_s"],
+                 row["transformers_tok_s"], row["ratio"], ours_gb_s, 100 * row["bandwidth_frac"])
   log.close()
   table = sorted(log.rows(), key=lambda r: r["batch"])
   for r in table:
     print(f"batch {r['batch']}: ours {r['ours_tok_s']:.1f} tok/s | transformers "
           f"{r['transformers_tok_s']:.1f} tok/s | ratio {r['ratio']:.2f}x "
           f"[{r['ratio_min']:.2f}-{r['ratio_max']:.2f}] | greedy agreement "
-          f"{r['greedy_agree_frac']:.2f}")
+          f"{r['greedy_agree_frac']:.2f}" + _bandwidth_text(r))
   machine = timer.machine()
   summary = {"preset": config.preset, "params_M": cfg.num_params() / 1e6,
              "ratio_by_batch": {str(r["batch"]): timer.headline(r["ratio"]) for r in table},
+             "bandwidth_frac_by_batch": {str(r["batch"]): timer.headline(r.get("bandwidth_frac"))
+                                         for r in table},
+             "roofline": limits,
              "noisy": machine["noisy"], "machine": machine,
              "tokens": token_accounting(config.prompt_len, n, "response")}
   write_summary(workdir, summary, table, title=title,
                 notes=f"{config.preset}, greedy, {n} new tokens after a {config.prompt_len}-token "
                       "prompt, float32 on CPU; tokens/s counts generated tokens only (batch x "
                       "new tokens per call, both sides); ratio = our median tokens/s / "
-                      "transformers' median tokens/s. " + timer.note())
+                      "transformers' median tokens/s. " + timer.note() + "\n\n"
+                      + roofline.note(limits) + " read_MB_per_step: bytes one decode step must "
+                      "read (every weight once, an untied embedding only for its gathered rows, "
+                      "the decode cache's filled slots on average); ours_GB_s = that x our median "
+                      "steps/s (tokens/s / batch, prefill included); bandwidth_frac = ours_GB_s / "
+                      "the probed bandwidth; bandwidth_bound_tok_s: tokens/s at that bandwidth.")
   return summary

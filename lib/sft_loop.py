@@ -60,7 +60,8 @@ def train(apply_fn: ApplyFn, state: TrainState, tx: optax.GradientTransformation
           log_every: int = 10, ckpt_every: int = 100, ckpt_subdir: str = "ckpt",
           max_to_keep: int = 2, prefix: str = "sft/",
           lr_schedule: Callable[[int], Any] | None = None,
-          evaluate: Callable[[Any], float] | None = None, eval_every: int = 0) -> SFTRun:
+          evaluate: Callable[[Any], float] | None = None, eval_every: int = 0,
+          start_fresh: bool = False) -> SFTRun:
   """Runs SFT steps `start..steps-1` (start = the latest checkpoint's step, 0 without one).
 
   Args:
@@ -79,12 +80,13 @@ def train(apply_fn: ApplyFn, state: TrainState, tx: optax.GradientTransformation
     prefix: TensorBoard tag prefix.
     lr_schedule: step -> learning rate, logged when given.
     evaluate: params -> held-out loss, run before the first step and every `eval_every` steps.
+    start_fresh: move existing checkpoints aside and train from step 0 (`lib.train_loop.resume`).
   Returns:
     SFTRun (the caller writes `run.state.params` into its model).
   """
   step = _jit_step(apply_fn, tx, accum_steps, target_window, mesh, state_sharding)
   ckpt, state, start, meta = train_loop.resume(workdir, state, max_to_keep=max_to_keep,
-                                                subdir=ckpt_subdir)
+                                                subdir=ckpt_subdir, start_fresh=start_fresh)
   history = [tuple(h) for h in meta.get("history", [])]
   tokens = int(meta.get("tokens_seen", 0))
   first_eval = meta.get("first_eval_loss")

@@ -22,6 +22,7 @@ def get_config(arg=None):
   c.source = arg.source  # a conpact_eval workdir
   c.env = arg.env
   c.model = model_block(checkpoint=arg.checkpoint)  # "" = embedded tiny random Flax model
+  c.start_fresh = False  # True: move existing checkpoints aside, train from step 0
   c.conditions = ["conpact_i"]  # whose logs are curated
   c.react_condition = "react"  # the token-budget reference
   c.reference_epochs = 3

@@ -7,7 +7,9 @@ only, both sides) per call, median over interleaved rounds (`lib.decode_throughp
 records the load and marks a noisy run). Our first call (the XLA compile) is timed apart and
 excluded, as are the warm-up calls. transformers runs its reference torch path for the DeltaNet
 layers (chunked prefill, recurrent decode) since the fused kernels need a GPU. The summary also
-reports how many greedy tokens the two sides agree on.
+reports how many greedy tokens the two sides agree on, and the bytes each decode step reads (the
+DeltaNet layers' recurrent and conv states whole, the attention layers' filled KV slots) with our
+share of the memory bandwidth probed in the same run (`lib.roofline`).
 """
 import torch
 import transformers

@@ -2,7 +2,8 @@
 
 Both sides hold the same random weights: transformers builds the model from our preset's config,
 writes a checkpoint, and we load it with `load_pretrained`. The timing loop (greedy, no EOS,
-median of interleaved rounds, compile and warm-up excluded, load recorded, greedy agreement) is
+median of interleaved rounds, compile and warm-up excluded, load recorded, greedy agreement, the
+bytes each decode step reads and our share of the memory bandwidth probed in the same run) is
 `lib.decode_throughput.compare_generation`, shared with experiments/bench/qwen3_5.py.
 """
 import torch

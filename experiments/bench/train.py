@@ -9,6 +9,11 @@ so background load hits both alike; the reported figure is the median round, wit
 the ratio's range over rounds, and the summary records the load, CPU and thread settings (no
 headline ratio on a noisy run: load above one per core). tokens/s counts every token of the batch
 (prompt + response / prompt + target), i.e. B x T per update, on both sides.
+
+The physical limit (`lib.roofline`): the jitted float32 matmul peak is probed before the rounds;
+each row reports the model FLOPs of one update (`roofline.update_flops`: 6 N B T + causal attention
+6 L H D B T^2, N without the untied input embedding), each side's achieved GFLOP/s (FLOPs x median
+updates/s) and its share of the probed peak (MFU).
 """
 import shutil
 import tempfile
@@ -18,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 from absl import logging
 
-from lib import grpo, model_setup, models, optim, sft
+from lib import grpo, model_setup, models, optim, roofline, sft
 from lib.bench_rounds import Rounds, token_accounting
 from lib.results import write_summary
 from lib.train_state import TrainState, nnx_apply_fn
@@ -110,6 +115,11 @@ def run(config, workdir):
   hf_dir = tempfile.mkdtemp()
   models.save_pretrained(model, mconf, hf_dir)
   tokens = c.batch * c.seq_len
+  flops = roofline.update_flops(matmul_params=roofline.matmul_params(model, mconf),
+                                layers=mconf.num_layers, heads=mconf.num_heads,
+                                head_dim=mconf.head_dim, batch=c.batch, seq_len=c.seq_len)
+  limits = roofline.probe(config.roofline)       # before the rounds, on the same machine state
+  peak = limits["matmul"]["gflop_s"]
   timer = Rounds(c.rounds, warmup=0)   # the first update of each side (compile) is the warm-up
   table = []
   for i, name in enumerate(("sft", "grpo")):
@@ -140,16 +150,24 @@ def run(config, workdir):
            "ratio_jax_over_torch": round(cmp["ratio"], 3),
            "ratio_min": round(cmp["ratio_min"], 3), "ratio_max": round(cmp["ratio_max"], 3),
            "first_loss_jax": round(first_jax, 5), "first_loss_torch": round(first_torch, 5),
-           "same_first_loss": bool(abs(first_jax - first_torch) <= 1e-3 * max(1.0, abs(first_jax)))}
+           "same_first_loss": bool(abs(first_jax - first_torch) <= 1e-3 * max(1.0, abs(first_jax))),
+           "GFLOP_per_update": flops / 1e9}
+    for side in ("jax", "torch"):   # model FLOPs x median updates/s, and its share of the peak
+      gflop_s = flops * t[side]["per_s"]["median"] / tokens / 1e9
+      row[f"{side}_GFLOP_s"] = gflop_s
+      row[f"{side}_mfu"] = gflop_s / peak
     table.append(row)
     print(f"[bench_train] {name}: jax {row['jax_tokens_per_s']} tok/s, torch "
           f"{row['torch_tokens_per_s']} tok/s, ratio {row['ratio_jax_over_torch']}x "
           f"[{row['ratio_min']}-{row['ratio_max']}] (first loss {first_jax:.5f} vs "
-          f"{first_torch:.5f})", flush=True)
+          f"{first_torch:.5f}); MFU jax {row['jax_mfu']:.1%}, torch {row['torch_mfu']:.1%} of "
+          f"{peak:.1f} GFLOP/s", flush=True)
     logging.info("bench_train %s: %s", name, row)
   machine = timer.machine()
   summary = {"devices": str(jax.devices()[0].platform), "torch_threads": threads,
              "ratios": {r["update"]: timer.headline(r["ratio_jax_over_torch"]) for r in table},
+             "mfu": {r["update"]: timer.headline(r["jax_mfu"]) for r in table},
+             "roofline": limits,
              "noisy": machine["noisy"], "machine": machine,
              "tokens": token_accounting(c.seq_len - c.response_len, c.response_len,
                                         "prompt+response")}
@@ -159,6 +177,10 @@ def run(config, workdir):
                       f"AdamW + clip 1.0, median of {c.rounds} alternating rounds of {c.reps} "
                       f"updates; baseline: transformers Qwen3ForCausalLM + torch.optim.AdamW "
                       f"({threads} threads). tokens/s counts all B x T tokens (prompt + "
-                      f"response) on both sides. Ratio > 1 means ours is faster. " + timer.note())
+                      f"response) on both sides. Ratio > 1 means ours is faster. " + timer.note()
+                      + "\n\n" + roofline.note(limits) + " GFLOP_per_update: model FLOPs of one "
+                      "update, 6 N B T + causal attention 6 L H D B T^2 (N: matmul weights, the "
+                      "untied input embedding left out); *_GFLOP_s = that x median updates/s; "
+                      "*_mfu = *_GFLOP_s / the probed float32 matmul peak.")
   shutil.rmtree(hf_dir, ignore_errors=True)
   return summary

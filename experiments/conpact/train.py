@@ -17,7 +17,7 @@ import os
 from flax import nnx
 
 from agents.conpact import curate, schemas, textenv
-from lib import model_setup, models, optim, sft_loop
+from lib import model_setup, models, optim, sft_loop, train_loop
 from lib import tokenizer as tokenizer_lib
 from lib.results import write_summary
 from lib.train_state import TrainState, nnx_apply_fn
@@ -66,7 +66,7 @@ def run(config, workdir):
   run_ = sft_loop.train(apply_fn, TrainState.create(params, tx), tx,
                         _batches(picked, tok, c.batch, c.max_len), steps, workdir,
                         log_every=c.log_every, ckpt_every=c.ckpt_every,
-                        prefix="conpact_train/")
+                        prefix="conpact_train/", start_fresh=train_loop.fresh_start(config))
   nnx.update(model, run_.state.params)
   losses = [loss for _, loss in run_.history]
   export = os.path.join(workdir, "export")

@@ -27,7 +27,7 @@ def arrays():
   return sft_batches.left_padded(_examples(), pad_id=0, multiple=8)
 
 
-def _run(workdir, arrays, steps=8, ckpt_every=4):
+def _run(workdir, arrays, steps=8, ckpt_every=4, start_fresh=False):
   model, _, _ = model_setup.build_model(model_setup.model_block(overrides=SMALL), seed=0)
   apply_fn, params = nnx_apply_fn(model)
   tx = optim.adamw(lr=1e-2, total_steps=steps, warmup_frac=0.0)
@@ -36,7 +36,8 @@ def _run(workdir, arrays, steps=8, ckpt_every=4):
   return sft_loop.train(apply_fn, TrainState.create(params, tx), tx,
                         sft_batches.epoch_batches(arrays, 8, seed=0), steps, str(workdir),
                         target_window=arrays["target_window"], log_every=1,
-                        ckpt_every=ckpt_every, evaluate=lambda p: float(evaluate(p, held_out)))
+                        ckpt_every=ckpt_every, evaluate=lambda p: float(evaluate(p, held_out)),
+                        start_fresh=start_fresh)
 
 
 def test_loss_falls_and_tokens_are_counted(arrays, tmp_path):
@@ -62,3 +63,11 @@ def test_resume_gives_identical_params(arrays, tmp_path):
   # A finished run resumes at its last step and does nothing more.
   again = _run(tmp_path / "a", arrays)
   assert again.resumed_from == 8 and again.losses == [] and again.history == straight.history
+
+
+def test_start_fresh_sets_old_checkpoints_aside(arrays, tmp_path):
+  first = _run(tmp_path, arrays, steps=4, ckpt_every=4)
+  fresh = _run(tmp_path, arrays, steps=4, ckpt_every=4, start_fresh=True)
+  assert fresh.resumed_from == 0 and len(fresh.losses) == 4
+  assert fresh.history == first.history               # same seed, same stream, from step 0
+  assert [p.name for p in tmp_path.iterdir() if p.name.startswith("ckpt.discarded-")]

@@ -1,5 +1,6 @@
 """Every benchmark's debug config runs end to end with interleaved rounds (lib/bench_rounds.py):
-strict-JSON summary with the machine state, and no headline ratio on a noisy run."""
+strict-JSON summary with the machine state, and no headline ratio on a noisy run; the sampler and
+training benchmarks also carry the physical limit (lib/roofline.py) and their share of it."""
 import importlib
 import json
 
@@ -50,3 +51,61 @@ def test_debug_run_reports_rounds_load_and_noisy(name, tmp_path):
     measured = [r for r in table if r.get(row_key) is not None]
     assert measured and all(r["ratio_min"] <= r[row_key] <= r["ratio_max"] for r in measured)
   assert "Interleaved rounds" in (tmp_path / "summary.md").read_text()
+  if name in ROOFLINE_CHECKS:
+    assert "Physical limit, measured at the start of this run" in (
+        tmp_path / "summary.md").read_text()
+    ROOFLINE_CHECKS[name](summary, table)
+
+
+def _check_decode_roofline(summary, table, read_mb=None):
+  gb_s = summary["roofline"]["memory"]["gb_s"]
+  assert gb_s > 0 and summary["roofline"]["matmul"]["gflop_s"] > 0
+  for r in table:
+    assert r["read_MB_per_step"] > r["weight_MB_per_step"] > 0 and r["cache_MB_per_step"] > 0
+    steps_s = r["ours_tok_s"] / r["batch"]
+    assert r["ours_GB_s"] == pytest.approx(r["read_MB_per_step"] / 1e3 * steps_s)
+    assert r["bandwidth_frac"] == pytest.approx(r["ours_GB_s"] / gb_s)
+    assert r["bandwidth_bound_tok_s"] == pytest.approx(gb_s * 1e3 / r["read_MB_per_step"]
+                                                       * r["batch"])
+  fracs = summary["bandwidth_frac_by_batch"]
+  assert fracs and all((f is None) == summary["noisy"] for f in fracs.values())
+  if read_mb is not None:
+    assert [r["read_MB_per_step"] for r in table] == [pytest.approx(read_mb)]
+
+
+def _check_sampler(summary, table):
+  # qwen3-tiny (32,992 float32 params, untied 128 x 32 table), batch 1, 16-token prompt, 4 new
+  # tokens: weights less 127 unread table rows, the int32 cache index, and per filled slot K + V
+  # of 2 layers (2 kv heads x 16) + 1 mask byte, over 16 + (4 + 1) / 2 slots on average.
+  _check_decode_roofline(summary, table,
+                         read_mb=(4 * (32992 - 127 * 32) + 4 + (2 * 2 * 2 * 16 * 4 + 1) * 18.5) / 1e6)
+
+
+def _check_train(summary, table):
+  peak = summary["roofline"]["matmul"]["gflop_s"]
+  assert peak > 0
+  # qwen3-tiny: N = 32,992 - 4,096 (untied input table), 4 x 32 tokens, 2 layers x 4 heads x 16
+  flops = 6 * (32992 - 4096) * 4 * 32 + 6 * 2 * 4 * 16 * 4 * 32**2
+  for r in table:
+    assert r["GFLOP_per_update"] == pytest.approx(flops / 1e9)
+    for side in ("jax", "torch"):
+      gflop_s = flops / 1e9 * r[f"{side}_tokens_per_s"] / (4 * 32)   # tokens/s rounded to 0.1
+      assert r[f"{side}_GFLOP_s"] == pytest.approx(gflop_s, rel=1e-3)
+      assert r[f"{side}_mfu"] == pytest.approx(r[f"{side}_GFLOP_s"] / peak)
+  assert set(summary["mfu"]) == {"sft", "grpo"}
+  assert all((m is None) == summary["noisy"] for m in summary["mfu"].values())
+
+
+ROOFLINE_CHECKS = {"sampler": _check_sampler, "qwen3_5": _check_decode_roofline,
+                   "train": _check_train}
+
+
+def test_sampler_resumes_rows_written_before_the_roofline_columns(tmp_path, capsys):
+  config = importlib.import_module("configs.bench.sampler").get_config("debug=True")
+  config.batches, config.new_tokens = [1], 4
+  old = {"batch": 1, "new_tokens": 4, "ours_tok_s": 10.0, "transformers_tok_s": 5.0,
+         "ratio": 2.0, "ratio_min": 1.5, "ratio_max": 2.5, "greedy_agree_frac": 1.0}
+  (tmp_path / "results.jsonl").write_text(json.dumps(old) + "\n")
+  summary = registry.get(config.experiment)(config, str(tmp_path))
+  assert summary["bandwidth_frac_by_batch"] == {"1": None}
+  assert "bandwidth not measured for this row" in capsys.readouterr().out

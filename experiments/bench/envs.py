@@ -185,8 +185,11 @@ def run(config, workdir):
   writer = tb.writer(workdir)
   lines = [f"{'section':<10} {'name':<42} {'steps/s':>14} {'baseline':<32} {'ratio':>8}"]
   for i, r in enumerate(rows):
+    baseline = r.get("baseline") or "–"       # the baseline's own row has no ratio
+    ratio = f"{r['ratio']:>8.2f}" if r.get("ratio") == r.get("ratio") and r.get("ratio") is not None \
+        else f"{'–':>8}"
     lines.append(f"{r['section']:<10} {r['name']:<42} {r['steps_per_s']:>14,.0f} "
-                 f"{str(r.get('baseline')):<32} {r['ratio']:>8.2f}" + (f"  ERROR {r['error']}" if "error" in r else ""))
+                 f"{baseline:<32} {ratio}" + (f"  ERROR {r['error']}" if "error" in r else ""))
     if np.isfinite(r["steps_per_s"]):
       writer.add_scalar(f"bench/{r['name']}/steps_per_s", r["steps_per_s"], 0)
   table = "\n".join(lines + notes)

@@ -38,6 +38,7 @@ from experiments import registry
 from lib import console, memory_plan, tb
 from lib.checkpoint import CheckpointError
 from lib.launch_checks import LaunchError, check_input_paths, config_fields
+from lib.llm import factory
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Config file, path[:key=value,...].")
 _WORKDIR = flags.DEFINE_string("workdir", None, "Directory for this run's outputs.")
@@ -271,7 +272,9 @@ def point_dirname(index: int, point: dict) -> str:
 
 
 def run_one(config, workdir: str):
-  """Sets up the run directory, logging and TensorBoard, then calls the experiment."""
+  """Checks the memory plan (`plan.check`), sets up the run directory, logging and TensorBoard,
+  then calls the experiment."""
+  memory_plan.check_before_run(config)   # one line and exit 2 when the plan does not fit
   os.makedirs(workdir, exist_ok=True)
   with open(os.path.join(workdir, "config.json"), "w", encoding="utf-8") as f:
     f.write(config.to_json_best_effort(indent=2, sort_keys=True))
@@ -293,8 +296,22 @@ def run_one(config, workdir: str):
   return result
 
 
+def set_jax_memory_fraction(config) -> None:
+  """XLA_PYTHON_CLIENT_MEM_FRACTION from the config's in-process vLLM backend
+  (`backend.jax_memory_fraction`), unless the environment sets it; must run before JAX
+  initialises its backend (the plan check and the experiment do that)."""
+  try:
+    fraction = factory.jax_memory_fraction(config)
+  except ValueError as e:
+    print(f"launch.py: error: {e}", file=sys.stderr, flush=True)
+    raise SystemExit(2) from None
+  if fraction is not None:
+    os.environ.setdefault("XLA_PYTHON_CLIENT_MEM_FRACTION", str(fraction))
+
+
 def main(argv) -> None:
   del argv
+  set_jax_memory_fraction(_CONFIG.value)
   if _COORD.value:
     import jax  # pylint: disable=g-import-not-at-top  (only multi-host runs need it this early)
     jax.distributed.initialize(_COORD.value, _NPROC.value, _PID.value)

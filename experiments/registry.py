@@ -26,11 +26,13 @@ EXPERIMENTS: dict[str, str] = {
     "bench/host_loop": "experiments.bench.host_loop",
     "conpact/eval": "experiments.conpact.eval",
     "conpact/train": "experiments.conpact.train",
+    "conpact/study": "experiments.conpact.study",
     "bench/qwen3_5": "experiments.bench.qwen3_5",
     "wm/data": "experiments.wm.data",
     "wm/eval": "experiments.wm.eval",
     "wm/train": "experiments.wm.train",
     "wm/demo": "experiments.wm.demo",
+    "wm/study": "experiments.wm.study",
 }
 
 

@@ -38,9 +38,8 @@ def run(config, workdir):
   c = config.train
   key = jax.random.key(config.seed)
   tx = optim.from_config(config.optim, c.iterations)
-  model, apply_fn, state, mesh, _ = train_loop.setup(config, tx, jax.random.fold_in(key, 0))
-  if mesh is not None:
-    raise ValueError("train_grpo runs on one device; use lib.sharding.jit_step for meshes")
+  model, apply_fn, state, mesh, state_sh = train_loop.setup(config, tx,
+                                                           jax.random.fold_in(key, 0))
   vocab = model.config.vocab_size
   cfg = grpo.GRPOConfig.from_config(config.grpo)
   sample_fn = grpo.nnx_sample_fn(model, max_new_tokens=c.max_new_tokens,
@@ -50,7 +49,9 @@ def run(config, workdir):
   ref_params = None
   if start:  # the reference is the initial model, not the resumed one
     ref_params = train_loop.setup(config, tx, jax.random.fold_in(key, 0))[2].params
-  trainer = grpo.GRPOTrainer(apply_fn, sample_fn, state, tx, cfg, ref_params=ref_params)
+  step_fn = train_loop.rl_step_fn("grpo", apply_fn, tx, cfg, c.prompts, mesh, state_sh)
+  trainer = grpo.GRPOTrainer(apply_fn, sample_fn, state, tx, cfg, ref_params=ref_params,
+                             step_fn=step_fn)
   tokens_seen = int(meta.get("tokens_seen", 0))
   history = []
   bar = progress(total=c.iterations, initial=start, desc="grpo", unit="it")

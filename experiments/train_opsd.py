@@ -38,13 +38,14 @@ def run(config, workdir):
   c = config.train
   key = jax.random.key(config.seed)
   tx = optim.from_config(config.optim, c.iterations)
-  model, apply_fn, state, mesh, _ = train_loop.setup(config, tx, jax.random.fold_in(key, 0))
-  if mesh is not None:
-    raise ValueError("train_opsd runs on one device")
+  model, apply_fn, state, mesh, state_sh = train_loop.setup(config, tx,
+                                                           jax.random.fold_in(key, 0))
   if c.init_scale != 1.0:  # sharper random teacher so the hint matters (toy only)
     state = state.replace(params=jax.tree.map(lambda x: x * c.init_scale if x.ndim == 2 else x,
                                               state.params))
     state = state.replace(opt_state=tx.init(state.params))
+    if mesh is not None:
+      state = jax.device_put(state, state_sh)
   nnx.update(model, state.params)
   teacher_params = jax.tree.map(lambda x: x, state.params)
   vocab = model.config.vocab_size
@@ -53,7 +54,10 @@ def run(config, workdir):
                                  temperature=cfg.temperature)
   ckpt, state, start, meta = train_loop.resume(workdir, state,
                                                 start_fresh=train_loop.fresh_start(config))
-  trainer = opsd.OPSDTrainer(apply_fn, sample_fn, state, tx, cfg, teacher_params=teacher_params)
+  step_fn = train_loop.rl_step_fn("opsd", apply_fn, tx, cfg, c.rows, mesh, state_sh,
+                                  None if state_sh is None else state_sh.params)
+  trainer = opsd.OPSDTrainer(apply_fn, sample_fn, state, tx, cfg, teacher_params=teacher_params,
+                             step_fn=step_fn)
   evaluate = jax.jit(opsd.make_jsd_eval(apply_fn, cfg))
   eval_batch = dict(trainer.rollout(*prompts(config.seed, 10**6, c.eval_rows, c.prompt_len, vocab,
                                              config.task.hint), jax.random.fold_in(key, 3)))

@@ -19,6 +19,8 @@ Config block `plan` (`plan_block(**fields)` fills the defaults and rejects unkno
   embedder_dtype     its weight dtype
   device_memory_gib  the target device's memory; 0 = ask the device (`memory_stats`)
   compile            False: analytic breakdown only (seconds instead of minutes for 30B models)
+  check              before a normal run (`check_before_run`): "analytic" (default, seconds),
+                     "compile" (the compiled plan, minutes at paper scale) or "off"
 
 Per device: `per_device_bytes` = the compiled step's arguments + outputs + temporaries - aliased
 (donated) bytes, plus what lives outside the step (reference for GRPO, embedder, rollout KV
@@ -47,7 +49,9 @@ GIB = 2**30
 TRAINERS = ("sft", "grpo", "opsd")
 PLAN_BLOCK_DEFAULTS: dict[str, Any] = dict(
     trainer="sft", rows=8, micro_rows=0, seq_len=128, response_len=0, reference=False,
-    embedder="", embedder_dtype="bfloat16", device_memory_gib=0.0, compile=True)
+    embedder="", embedder_dtype="bfloat16", device_memory_gib=0.0, compile=True,
+    check="analytic")
+CHECKS = ("analytic", "compile", "off")
 
 
 def plan_block(**fields) -> dict:
@@ -154,12 +158,23 @@ def kv_cache_bytes(config, rows: int, length: int, dtype) -> int:
   return full * rows * length * per_token
 
 
-def _activation_estimate(config, rows: int, seq_len: int) -> int:
-  """Rough activation bytes of one micro-batch's forward + backward without rematerialisation
-  (used only when the step is not compiled): 16 bytes per token, hidden unit and layer, plus three
-  float32 [rows, T, V] buffers (logits, softmax, their gradient)."""
-  return (rows * seq_len * (16 * config.hidden_size * config.num_layers
-                            + 3 * 4 * config.vocab_size))
+def _activation_estimate(config, rows: int, seq_len: int, remat: str = "none") -> int:
+  """Rough activation bytes of one micro-batch's forward + backward (used only when the step is
+  not compiled), plus three float32 [rows, T, V] buffers (logits, softmax, their gradient).
+  "none": 16 bytes per token, hidden unit and layer, and float32 [heads, T, T] attention scores
+  and probabilities per layer. "full": 4 bytes per token, hidden unit and layer (the layer inputs)
+  plus one layer's "none" activations (the layer being recomputed). "dots": "full" plus the
+  projection outputs (2 bytes x (q + k + v + o + 3 x intermediate)) per token and layer."""
+  scores = 2 * 4 * config.num_heads * seq_len * seq_len
+  per_layer = seq_len * 16 * config.hidden_size + scores
+  logits = seq_len * 3 * 4 * config.vocab_size
+  if remat == "none":
+    return rows * (config.num_layers * per_layer + logits)
+  saved = seq_len * 4 * config.hidden_size
+  if remat == "dots":
+    q, kv = config.num_heads * config.head_dim, config.num_kv_heads * config.head_dim
+    saved += seq_len * 2 * (2 * q + 2 * kv + 3 * config.intermediate_size)
+  return rows * (config.num_layers * saved + per_layer + logits)
 
 
 @dataclasses.dataclass
@@ -217,7 +232,9 @@ def compute(config: Any, compile_step: bool | None = None) -> Plan:
     raise ValueError(f"plan.rows={p['rows']} must be a multiple of micro_rows={micro}, itself a "
                      f"multiple of data x fsdp = {n_batch}")
   arch = arch_config(config.model)
-  abstract = abstract_model(arch)     # float32 master weights, as lib.train_loop.setup keeps them
+  remat = model_block(**dict(config.model))["remat"]
+  # float32 master weights, as lib.train_loop.setup keeps them
+  abstract = models.set_remat(abstract_model(arch), remat)
   apply_fn, params = nnx_apply_fn(abstract, compute_dtype=compute_dtype(config.model))
   params = jax.tree.map(lambda x: _sds(x.shape, x.dtype), params)
   tx = optim.from_config(config.optim, 1)
@@ -234,7 +251,7 @@ def compute(config: Any, compile_step: bool | None = None) -> Plan:
       "reference": params_b if (p["reference"] or trainer == "opsd") else 0,
       "embedder": 0,
       "kv_cache": 0,
-      "activations": _activation_estimate(arch, micro // n_batch, p["seq_len"]),
+      "activations": _activation_estimate(arch, micro // n_batch, p["seq_len"], remat),
   }
   if p["embedder"]:
     emb = abstract_model(arch_config(model_block(preset=p["embedder"])), p["embedder_dtype"])
@@ -253,8 +270,7 @@ def compute(config: Any, compile_step: bool | None = None) -> Plan:
     state_in = jax.tree.map(lambda x, sh: _sds(x.shape, x.dtype, sh), state, state_sh)
     if trainer == "opsd":
       teacher = jax.tree.map(lambda x, sh: _sds(x.shape, x.dtype, sh), params, params_sh)
-      jitted = jax.jit(step, in_shardings=(state_sh, params_sh, bsh),
-                       out_shardings=(state_sh, sharding.replicated(mesh)), donate_argnums=(0,))
+      jitted = sharding.jit_teacher_step(step, mesh, state_sh, params_sh)
       compiled = jitted.lower(state_in, teacher, batch).compile()
     else:
       compiled = sharding.jit_step(step, mesh, state_sh).lower(state_in, batch).compile()
@@ -338,3 +354,40 @@ def plan_for_launch(config: Any, workdir: str) -> Plan | None:
     raise SystemExit(2) from None
   write(plan, workdir)
   return plan
+
+
+def check_before_run(config: Any) -> Plan | None:
+  """The plan check a normal run does first (launch.py, before the workdir is created): stops
+  with one line when the config's plan says it does not fit.
+
+  Args:
+    config: the resolved run config.
+  Returns:
+    The Plan (None without a `plan` block or with `plan.check="off"`); `fits` None (the device
+    memory is unknown, e.g. CPU without `plan.device_memory_gib`) lets the run go on.
+  Raises:
+    SystemExit(2): after one line on stderr, when the plan does not fit or contradicts the mesh.
+  """
+  if "plan" not in config:
+    return None
+  check = plan_block(**dict(config.plan))["check"]
+  if check not in CHECKS:
+    _stop(f"unknown plan.check {check!r}; valid: {', '.join(CHECKS)}")
+  if check == "off":
+    return None
+  try:
+    plan = compute(config, compile_step=check == "compile")
+  except (KeyError, ValueError) as e:
+    _stop(str(e).strip(chr(39)))
+  if plan.fits is False:
+    mesh = " x ".join(f"{k}={v}" for k, v in plan.mesh.items())
+    kind = "compiled" if plan.compiled else "analytic"
+    _stop(f"{plan.model} ({plan.trainer}) needs {_size(plan.per_device_bytes)} per device on mesh "
+          f"{mesh}, the device has {_size(plan.device_memory_bytes)} ({kind} plan; see --plan, "
+          "or --config.plan.check=off to run anyway)")
+  return plan
+
+
+def _stop(message: str):
+  print(f"launch.py: error: {message}", file=sys.stderr, flush=True)
+  raise SystemExit(2)

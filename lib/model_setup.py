@@ -9,6 +9,8 @@ Config block `model` (`model_block(**fields)` fills the defaults and rejects unk
   dtype       "float32" | "bfloat16": the dtype the model computes in. Trainers keep float32
               master weights and cast on the fly (`lib.train_state.nnx_apply_fn`); inference
               backends load and run the weights in it.
+  remat       per-layer rematerialisation of training forwards (`lib/models/remat.py`): "none",
+              "full" (save only layer inputs; the paper-scale configs use it) or "dots"
   vocab_size  size of the byte-level BPE trained for a from-scratch model (when the caller has no
               tokenizer of its own but gives texts to train one on)
 
@@ -24,9 +26,10 @@ import jax.numpy as jnp
 from flax import nnx
 
 from lib import models, tokenizer as tokenizer_lib
+from lib.models.remat import check_policy
 
 MODEL_BLOCK_DEFAULTS: dict[str, Any] = dict(checkpoint="", preset="qwen3-tiny", overrides={},
-                                            dtype="float32", vocab_size=384)
+                                            dtype="float32", vocab_size=384, remat="none")
 
 # Texts of the embedded default tokenizer (tests, demos, the tiny served model): the vocabulary
 # of our text envs' prompts and replies, repeated so BPE sees every pair often enough.
@@ -44,14 +47,16 @@ def model_block(**fields) -> dict:
   """The complete `model` config block: MODEL_BLOCK_DEFAULTS with `fields` replaced.
 
   Args:
-    **fields: any of checkpoint, preset, overrides, dtype, vocab_size.
+    **fields: any of checkpoint, preset, overrides, dtype, vocab_size, remat.
   Returns:
     A new dict with every field (`overrides` copied).
   Raises:
     KeyError: a field that is not part of the block (the message lists the valid ones).
+    ValueError: an unknown remat policy.
   """
   out = filled_block("model", MODEL_BLOCK_DEFAULTS, fields)
   out["overrides"] = dict(out["overrides"] or {})
+  check_policy(out["remat"])
   return out
 
 
@@ -113,6 +118,7 @@ def build_model(block: Any, *, seed: int, tokenizer=None,
   if checkpoint:
     check_checkpoint(checkpoint)
     model, config = models.load_pretrained(checkpoint, dtype=dtype)
+    models.set_remat(model, block["remat"])
     if os.path.isfile(os.path.join(checkpoint, "tokenizer.json")):
       tokenizer = tokenizer_lib.load_tokenizer(checkpoint)
     return model, config, tokenizer
@@ -127,7 +133,8 @@ def build_model(block: Any, *, seed: int, tokenizer=None,
     fields.update(vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
                   eos_token_ids=(tokenizer.convert_tokens_to_ids(tokenizer.eos_token),))
   config = models.preset(block["preset"], **fields)
-  return models.build(config, rngs=nnx.Rngs(seed), dtype=dtype), config, tokenizer
+  model = models.set_remat(models.build(config, rngs=nnx.Rngs(seed), dtype=dtype), block["remat"])
+  return model, config, tokenizer
 
 
 def compute_dtype(block: Any):

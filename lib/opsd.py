@@ -134,10 +134,14 @@ def make_jsd_eval(apply_fn: ApplyFn, cfg: OPSDConfig):
 
 
 class OPSDTrainer:
-  """Holds the student state, the frozen teacher params and the jitted functions."""
+  """Holds the student state, the frozen teacher params and the jitted functions.
+
+  `step_fn` may be given pre-jitted (e.g. `lib.sharding.jit_teacher_step` over a mesh); by
+  default the update step is jitted plainly with the state donated.
+  """
 
   def __init__(self, apply_fn: ApplyFn, sample_fn: Callable, state: TrainState, tx,
-               cfg: OPSDConfig, teacher_params: Any = None):
+               cfg: OPSDConfig, teacher_params: Any = None, step_fn: Callable | None = None):
     self.apply_fn, self.sample_fn, self.state, self.cfg, self.tx = (
         apply_fn, sample_fn, state, cfg, tx)
     # Copy: the update step donates the state, so the teacher must own its buffers.
@@ -146,8 +150,11 @@ class OPSDTrainer:
     self._logp = jax.jit(lambda p, ids, mask, tokens: token_logprobs(
         response_logits(apply_fn, p, ids, mask, tokens.shape[1]) / cfg.temperature, tokens))
     self._steps: dict[int, Callable] = {}
+    self._step_fn = step_fn
 
   def _update(self, accum: int) -> Callable:
+    if self._step_fn is not None:
+      return self._step_fn
     if accum not in self._steps:
       self._steps[accum] = jax.jit(make_opsd_step(self.apply_fn, self.tx, self.cfg, accum),
                                    donate_argnums=0)

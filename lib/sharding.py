@@ -145,3 +145,22 @@ def jit_step(step: Callable, mesh: Mesh, state_sharding: Any, donate: bool = Tru
   return jax.jit(step, in_shardings=(state_sharding, batch_sharding(mesh)),
                  out_shardings=(state_sharding, replicated(mesh)),
                  donate_argnums=(0,) if donate else ())
+
+
+def jit_teacher_step(step: Callable, mesh: Mesh, state_sharding: Any, teacher_sharding: Any,
+                     donate: bool = True) -> Callable:
+  """`jit_step` for step(state, teacher_params, batch) -> (state, metrics) (lib.opsd): the frozen
+  teacher's params stay on `teacher_sharding` and are never donated.
+
+  Args:
+    step: the unjitted step function.
+    mesh: the device mesh.
+    state_sharding: a sharding pytree matching the state.
+    teacher_sharding: a sharding pytree matching the teacher's params.
+    donate: donate the input state's buffers.
+  Returns:
+    The jitted step.
+  """
+  return jax.jit(step, in_shardings=(state_sharding, teacher_sharding, batch_sharding(mesh)),
+                 out_shardings=(state_sharding, replicated(mesh)),
+                 donate_argnums=(0,) if donate else ())

@@ -1,17 +1,16 @@
-"""ConPAct-R/S training data from logged ConPAct trajectories (results rows of conpact_eval).
+"""ConPAct-S/R training data from logged ConPAct trajectories (results rows of conpact/eval).
 
 An example is {"messages": context, "target": reply, "role", "source"}: the loss is applied to
 `target` only; everything before it -- including a conflicting earlier reply in a discussion --
-is context. A reply is a valid target only if it is usable (its action or sub-goal parses, no
-fallback) and, where the agent recorded the ground truth of the frame the reply saw (every
-asserting call of Plan-Act/ConPAct), its assertion is found and every stated applicable field
-matches that truth -- so a confidently wrong reply that happened to agree with its teammate, or
-a wrong one later in a segment, is never trained on.
+is context. Which replies may be targets is the recipe's call (`agents.conpact.recipes`:
+ConPAct-S keeps valid replies, ConPAct-R validated ones without hypothetical errors or
+non-optimal actions, paper Table 8); this module applies the consistency rule both share.
 
-Components (paper Fig. 6a / Table 20 ablations):
+Components (paper Fig. 6a / Table 20 ablations; No Sup. and No Replay keep consistency filtering):
   consistency filtering     targets come only from consistent segments: the planner call and the
-                            actor calls of a sub-goal whose initial check found no contradiction
-                            (and, with `success_only`, from successful rollouts)
+                            actor calls of a sub-goal whose initial check was comparable (both
+                            roles stated a field) and found no contradiction (and, with
+                            `success_only`, from successful rollouts)
   reconciliation supervision  the final-round discussion replies of repaired checks, in their
                             discussion context (original prompt, the conflicting reply, feedback)
   reconciliation replay     the same repaired replies replayed at the original decision point,
@@ -19,46 +18,41 @@ Components (paper Fig. 6a / Table 20 ablations):
                             first answer
 
 Our reading where the paper leaves details open: a segment is the calls from a planner call to
-the next one; "validated" = assertion matches ground truth; replay re-uses the original prompt.
-`match_budget` trims/cycles the examples to the token budget of a ReAct SFT reference (paper Table
-7: three epochs of ReAct SFT, token-matched across methods).
+the next one; a segment whose check was contradicted contributes no initial reply (its later
+actor calls included), only its successful correction; replay re-uses the original prompt.
+Every candidate reply left out is counted by reason (`recipes.REASONS`).
+
+Token budgets (paper Table 7: "3 epochs of ReAct SFT; token-matched across methods") count TARGET
+tokens (reply + EOS, as `sft_batch` keeps them): `match_budget` takes shuffled passes over the
+examples until the next would exceed the budget, so a matched run ends within one example of it.
 """
+import collections
 import dataclasses
 from typing import Callable
 
 import numpy as np
 
-from agents.conpact import parse, schemas
+from agents.conpact import metrics, recipes, schemas
 from lib.tokenizer import render_chat
 
 
 @dataclasses.dataclass(frozen=True)
 class CurateConfig:
+  recipe: str = "conpact_r"  # conpact_s | conpact_r (agents/conpact/recipes.py)
   consistency_filtering: bool = True
   reconciliation_supervision: bool = True
   reconciliation_replay: bool = True
   success_only: bool = True
 
+  def __post_init__(self):
+    recipes.get(self.recipe)  # one line listing the valid names on a typo
 
-def _role(tag: str) -> str:
-  return "planner" if tag.startswith("planner") else "actor"
 
-
-def valid_reply(text: str, tag: str, truth: dict | None, schema: schemas.Schema,
-                action_names) -> bool:
-  """Usable and, where it asserts, correct against ground truth (`truth` in JSON form)."""
-  role = _role(tag)
-  if role == "planner" and not parse.extract_tag(text, "subgoal"):
-    return False
-  if role == "actor" and parse.parse_action(text, action_names) is None:
-    return False
-  a = parse.parse_assertion(text, schema)
-  if a.invalid or (truth is not None and not a.found):
-    return False
-  if truth is None:
-    return True
-  stated = {k: schemas.to_json(v) for k, v in a.values.items() if v is not None}
-  return all(truth.get(k) is None or truth[k] == v for k, v in stated.items())
+@dataclasses.dataclass
+class Curation:
+  """Curated examples and, per role, the candidate replies left out by reason."""
+  examples: list
+  excluded: dict  # role -> {reason: count}
 
 
 def _example(call: dict, role: str, source: str, messages=None) -> dict:
@@ -76,62 +70,94 @@ def _segments(calls: list[dict]) -> list[list[int]]:
   return out
 
 
-def curate_row(row: dict, schema: schemas.Schema, action_names, cfg: CurateConfig) -> list[dict]:
-  if cfg.success_only and not row["success"]:
-    return []
-  calls = [e for e in row["transcript"] if e["type"] == "call" and e.get("error") is None]
-  checks = {r["calls"]["planner"]: r for r in row["agent"]["records"] if r["kind"] == "pair"}
+def _segment_state(check: dict | None) -> str:
+  if check is None:
+    return "no_check"
+  if check["conflicts"]:
+    return "inconsistent_segment"
+  return "consistent" if metrics.is_comparable(check) else "not_comparable"
+
+
+def curate_row(row: dict, schema: schemas.Schema, action_names, cfg: CurateConfig,
+               excluded: collections.Counter | None = None) -> list[dict]:
+  """Examples of one results row; `excluded[(role, reason)]` counts the replies left out."""
+  excluded = collections.Counter() if excluded is None else excluded
+  recipe, env = recipes.get(cfg.recipe), row["env"]
+  # Record call indices count every request of the episode, failed ones included.
+  calls = [e for e in row["transcript"] if e["type"] == "call"]
+  records = metrics.records(row)
+  checks = {r["calls"]["planner"]: r for r in records if r["kind"] == "pair"}
   truth_of = {}  # call index -> ground truth of the frame that call saw
-  for r in row["agent"]["records"]:
+  for r in records:
     for i in (r.get("calls") or {}).values():
       truth_of[i] = r["truth"]
+  if cfg.success_only and not row["success"]:
+    for c in calls:
+      excluded[(recipes.role_of(c["tag"]), "unsuccessful_rollout")] += 1
+    return []
+
+  def judge(i: int, truth, asserting: bool) -> str | None:
+    c = calls[i]
+    if c.get("error") is not None:
+      return "call_error"
+    return recipes.problem(recipes.Candidate(c, c["tag"], truth, asserting), env, schema,
+                           action_names, recipe)
+
   out = []
   for seg in _segments(calls):
     check = checks.get(seg[0])
-    truth = check["truth"] if check else None
-    consistent = check is not None and not check["conflicts"]
-    if consistent or not cfg.consistency_filtering:
-      for i in seg:
-        c = calls[i]
-        if c["tag"] not in ("planner", "actor"):
-          continue
-        # Calls without a recorded truth (no assertions prompted) are checked for usability only.
-        if valid_reply(c["text"], c["tag"], truth_of.get(i), schema, action_names):
-          out.append(_example(c, _role(c["tag"]), "consistent" if consistent else "unfiltered"))
+    state = _segment_state(check)
+    initial = [i for i in seg if calls[i]["tag"] in ("planner", "actor")]
+    for i in initial:
+      role = recipes.role_of(calls[i]["tag"])
+      if state != "consistent" and cfg.consistency_filtering:
+        excluded[(role, state)] += 1
+        continue
+      why = judge(i, truth_of.get(i), i in truth_of)
+      if why:
+        excluded[(role, why)] += 1
+      else:
+        out.append(_example(calls[i], role, "consistent" if state == "consistent" else "unfiltered"))
     d = check.get("discussion") if check else None
-    if not d or not d["repaired"]:
+    if not d:
       continue
-    last = d["rounds"][-1]
-    for key in ("planner_call", "actor_call"):
-      if key not in last:
+    final = {d["rounds"][-1].get(k) for k in ("planner_call", "actor_call")} if d["repaired"] else set()
+    for i in seg:
+      tag = calls[i]["tag"]
+      if tag in ("planner", "actor"):
         continue
-      c = calls[last[key]] if last[key] < len(calls) else None
-      if c is None or not valid_reply(c["text"], c["tag"], truth, schema, action_names):
+      role = recipes.role_of(tag)
+      if not d["repaired"]:
+        excluded[(role, "unrepaired_discussion")] += 1
         continue
-      role = _role(c["tag"])
+      if i not in final:
+        excluded[(role, "superseded_round")] += 1
+        continue
+      why = judge(i, check["truth"], True)
+      if why:
+        excluded[(role, why)] += 1
+        continue
       if cfg.reconciliation_supervision:
-        out.append(_example(c, role, "reconciliation"))
+        out.append(_example(calls[i], role, "reconciliation"))
       if cfg.reconciliation_replay:
         original = calls[check["calls"][role]]
-        out.append(_example(c, role, "replay", messages=original["messages"]))
+        out.append(_example(calls[i], role, "replay", messages=original["messages"]))
   return out
+
+
+def curation(rows, schema: schemas.Schema, action_names, cfg: CurateConfig = CurateConfig()
+             ) -> Curation:
+  excluded = collections.Counter()
+  examples = [ex for row in rows for ex in curate_row(row, schema, action_names, cfg, excluded)]
+  by_role = {}
+  for (role, reason), n in sorted(excluded.items()):
+    by_role.setdefault(role, {})[reason] = n
+  return Curation(examples, by_role)
 
 
 def curate(rows, schema: schemas.Schema, action_names, cfg: CurateConfig = CurateConfig()):
-  return [ex for row in rows for ex in curate_row(row, schema, action_names, cfg)]
-
-
-def react_reference(rows, schema: schemas.Schema, action_names) -> list[dict]:
-  """ReAct SFT reference examples: usable actor replies of successful ReAct rollouts."""
-  out = []
-  for row in rows:
-    if not row["success"]:
-      continue
-    for c in row["transcript"]:
-      if c["type"] == "call" and c.get("error") is None and \
-          parse.parse_action(c["text"], action_names) is not None:
-        out.append(_example(c, "actor", "react"))
-  return out
+  """The examples of `curation` (see there for the exclusion counts)."""
+  return curation(rows, schema, action_names, cfg).examples
 
 
 def match_budget(examples: list[dict], budget: int, count: Callable[[dict], int],
@@ -171,5 +197,12 @@ def sft_batch(examples: list[dict], tokenizer, max_len: int) -> dict:
   return {"input_ids": ids, "attention_mask": attn, "loss_mask": mask}
 
 
+def target_tokens(example: dict, tokenizer, max_len: int) -> int:
+  """Loss tokens of one example in an `sft_batch` of `max_len`: target + EOS, the last `max_len`
+  of them when the target alone is longer."""
+  return min(len(tokenizer(example["target"], add_special_tokens=False)["input_ids"]) + 1, max_len)
+
+
 def reference_budget(reference: list[dict], count: Callable[[dict], int], epochs: int = 3) -> int:
+  """`epochs` passes over `reference`, in the units of `count` (paper Table 7: three epochs)."""
   return epochs * sum(count(ex) for ex in reference)

@@ -36,8 +36,7 @@ from envs.sokoban import text as sokoban_text
 SUBGOAL_STEPS = 4  # expert actions per sub-goal
 ACTOR_WINDOW = 3  # frames the actor sees, current included (paper Table 9)
 PLANNER_STARTS = 2  # earlier sub-goal-start frames the planner sees
-MINIGRID_SOURCE_SEEDS = range(0, 100)  # BabyAI source seeds; evaluation uses 1000-1004
-assert not set(MINIGRID_SOURCE_SEEDS) & {minigrid_splits.SEED_BASE + o for o in minigrid_splits.OFFSETS}
+MINIGRID_SOURCE_SEEDS = textenv.MINIGRID_SOURCE_SEEDS  # BabyAI source seeds (evaluation: 1000-1004)
 BABYAI_TASKS = tuple(sorted(minigrid_splits.LIMITS))
 
 

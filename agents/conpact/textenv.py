@@ -75,14 +75,27 @@ MINIGRID_TASK = Task(
     minigrid_text.VIEW.action_id, "turn left")
 
 
-def minigrid_instances(tasks=tuple(minigrid_splits.LIMITS), per_task: int = 5) -> list[Instance]:
-  """`per_task` instances of each BabyAI task (seeds 1000 + offset), A = C = the task's limit."""
+# BabyAI source seeds (expert demonstrations, source rollouts); evaluation uses 1000 + offset.
+MINIGRID_SOURCE_SEEDS = range(0, 100)
+assert not set(MINIGRID_SOURCE_SEEDS) & {minigrid_splits.SEED_BASE + o for o in minigrid_splits.OFFSETS}
+
+
+def minigrid_instances(tasks=tuple(minigrid_splits.LIMITS), per_task: int = 5,
+                       split: str = "evaluation") -> list[Instance]:
+  """`per_task` instances of each BabyAI task, A = C = the task's limit: evaluation seeds
+  1000 + offset (paper Table 6), or with split="source" the first `MINIGRID_SOURCE_SEEDS`
+  (instance ids "<task>/source-<seed>")."""
+  if split not in ("evaluation", "source"):
+    raise ValueError(f"split must be 'evaluation' or 'source', got {split!r}")
   out = []
   for task_id in tasks:
     budget = minigrid_splits.LIMITS[task_id]
     for offset in range(per_task):
-      out.append(Instance(f"{task_id}/{offset}", minigrid_splits.SEED_BASE + offset, budget,
-                          budget, functools.partial(minigrid_text.text_env, task_id)))
+      seed, name = ((minigrid_splits.SEED_BASE + offset, f"{task_id}/{offset}")
+                    if split == "evaluation" else
+                    (MINIGRID_SOURCE_SEEDS[offset], f"{task_id}/source-{MINIGRID_SOURCE_SEEDS[offset]}"))
+      out.append(Instance(name, seed, budget, budget,
+                          functools.partial(minigrid_text.text_env, task_id)))
   return out
 
 

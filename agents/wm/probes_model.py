@@ -8,6 +8,8 @@
   sampled_distribution    full CoT: n sampled replies, empirical final-action distribution
                           (replies without an action form one failure category), CoT lengths
   overlap                 sum_a min(p(a), q(a)) between two conditions' distributions
+  direct_distributions    every condition's direct distributions at the points (for the
+                          pairwise overlaps of agents/wm/overlap.py)
 
 Log-probabilities come from one jitted forward pass per (rows, bucketed length) batch; prompt and
 continuation are tokenised separately and concatenated, so every candidate is scored on the same
@@ -108,6 +110,16 @@ def sampled_distribution(model, tok, point: DecisionPoint, n: int, key: jax.Arra
           "think_tokens": [len(tok.encode(t, add_special_tokens=False)) if t else 0
                            for t in thinks],
           "think_chars": float(np.mean([len(t) for t in thinks]))}
+
+
+def direct_distributions(models: dict, points: Sequence[DecisionPoint]) -> dict[str, list]:
+  """condition -> [direct-scoring action distribution at each point], for the pairwise overlaps
+  of `agents.wm.overlap` (every pair of conditions, not only against a reference)."""
+  out = {}
+  for name, (model, tok) in models.items():
+    scorer = Scorer(model, tok)
+    out[name] = [direct_distribution(scorer, p) for p in points]
+  return out
 
 
 def probe_conditions(models: dict, points: Sequence[DecisionPoint],

@@ -10,8 +10,12 @@ python launch.py --config=configs/gencoord/learned.py:study=representation --wor
   study=visibility      Direct Short DSL, controlled free-form (trained once, Full view) and
                         the factorized rule x Full / Skeleton / Node-only x 3 motifs (Fig. S5)
 Add `:seeds=3` for the paper's three seeds, `:debug=True` for a seconds-to-minutes smoke run.
+`:scale=paper` plans Qwen3.5-0.8B at batch 16 x 2,048 tokens (configs/paper_scale.py; add
+`--config.model.checkpoint=<HF dir>` for a real run), e.g. its memory plan:
+python launch.py --config=configs/gencoord/learned.py:scale=paper --workdir=runs/gl_plan --plan \
+    --config.plan.device_memory_gib=80
 """
-from configs import common
+from configs import common, paper_scale
 from configs.gencoord.learned_common import base
 
 _VIEWS = ("full", "skeleton", "node_only")
@@ -68,7 +72,7 @@ _STUDIES = {
 
 
 def get_config(arg=None):
-  arg = common.parse_arg(arg, debug=False, seeds=1, study="representation")
+  arg = common.parse_arg(arg, debug=False, seeds=1, study="representation", scale="")
   if arg.study not in _STUDIES:
     raise common.ConfigArgError(f"unknown study {arg.study!r}; valid: {sorted(_STUDIES)}")
   s = _STUDIES[arg.study]
@@ -89,4 +93,7 @@ def get_config(arg=None):
   if arg.study == "visibility":     # success matrix only: no timing pool, no throughput pass
     c.eval.update(timing_clusters=0, throughput=False)
   c.paper = dict(s["paper"])
+  if paper_scale.check_scale(arg.scale):   # Qwen3.5-0.8B, paper batch 16, lr 1e-5, 2 epochs
+    paper_scale.apply(c, "gencoord")
+    c.train.update(batch=16, lr=1e-5, epochs=2)
   return c

@@ -36,7 +36,11 @@ def get_config(arg=None):
   c.textworld = dict(enabled=True, train_seeds=[1, 2] if arg.debug else list(range(1, 41)),
                      eval_seeds=[101] if arg.debug else list(range(101, 121)),
                      games_dir="",  # "" = <workdir>/textworld_games (generated once, reused)
-                     isolate=True)  # play in a child process (jericho can abort its process)
+                     isolate=True,  # play in a child process (jericho can abort its process)
+                     # difficulty knobs (tw-make custom): rooms, objects, walkthrough length
+                     world_size=3, nb_objects=4, quest_length=2,
+                     train_settings=[],  # [(rooms, objects, quest)]: train at several settings
+                     processes=1)        # game-generation processes (games cached on disk)
   # data_dir "" builds a tiny game in ALFWorld's format (labelled as such in the summary)
   c.alfworld = dict(enabled=True, data_dir="", eval_split="valid_seen", isolate=True)
   return c

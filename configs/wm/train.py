@@ -45,7 +45,8 @@ def get_config(arg=None):
   # checkpoint "" = a tiny random model (CPU scale) with a BPE trained on the samples.
   c.model = model_block(checkpoint="" if arg.debug else arg.model_dir,
                         preset="qwen2.5-7b" if paper else "qwen3-tiny",
-                        vocab_size=512, dtype="float32" if arg.debug else "bfloat16")
+                        vocab_size=512, dtype="float32" if arg.debug else "bfloat16",
+                        remat="full" if paper else "none")
   # Table 6: AdamW (0.9, 0.999), lr 1e-6, weight decay 0.01, constant schedule, no warm-up,
   # gradient-norm clip 1.0.
   c.optim = dict(lr=1e-6, warmup_frac=0.0, schedule="constant", weight_decay=0.01, b1=0.9,
@@ -78,7 +79,7 @@ def get_config(arg=None):
   if arg.debug:
     c.grpo.group_size, c.grpo.minibatch_prompts, c.opsd.minibatch = 4, 4, 4
     c.optim.lr = 1e-3            # a random tiny model moves visibly only with a larger step
-  # The mesh is read by `--plan` only: the trainer itself does not shard yet (issue #19).
+  # FSDP shards of the policy, its AdamW state and the reference / teacher; rows over data x fsdp.
   c.mesh = dict(data=1, fsdp=1)
   # `--plan`: one GRPO / OPSD update with the float32 KL reference and the bf16 embedder resident.
   cond, t = CONDITIONS[arg.condition], c.train

@@ -8,7 +8,10 @@ an env factory per split (train / eval), as the world-model audit's data and eva
 Config blocks read (each has `enabled`):
   scienceworld  tasks, train_variations / eval_variations (index lists, or a simulator split name
                 "train" / "dev" / "test", then the first `per_task` of it)
-  textworld     train_seeds, eval_seeds, games_dir ("" = <workdir>/textworld_games), isolate
+  textworld     train_seeds, eval_seeds, games_dir ("" = <workdir>/textworld_games), isolate,
+                the difficulty knobs world_size / nb_objects / quest_length (eval games, and
+                training games unless train_settings lists (rooms, objects, quest) triples:
+                then every train seed is generated at every listed setting), processes
   alfworld      data_dir ("" = a tiny game of ALFWorld's format per split, written into
                 <workdir>/alfworld_tiny_data), eval_split, isolate
 """
@@ -47,8 +50,11 @@ def text_env_sources(config, workdir: str, max_steps: int,
   if config.textworld.enabled:
     tw = config.textworld
     games_dir = tw.games_dir or os.path.join(workdir, "textworld_games")
-    games = {s: make_games(games_dir, seeds)
-             for s, seeds in (("train", tw.train_seeds), ("eval", tw.eval_seeds))}
+    games = {"train": [g for setting in textworld_train_settings(tw)
+                       for g in make_games(games_dir, tw.train_seeds, *setting,
+                                           processes=tw.processes)],
+             "eval": make_games(games_dir, tw.eval_seeds, *textworld_setting(tw),
+                                processes=tw.processes)}
     out["textworld"] = (lambda split, g=games: _maybe_isolated(
         functools.partial(TextWorldGames, g[split], max_steps=max_steps), tw), games)
   if config.alfworld.enabled:
@@ -62,6 +68,20 @@ def text_env_sources(config, workdir: str, max_steps: int,
     out["alfworld"] = (lambda split, g=games: _maybe_isolated(functools.partial(
         alfworld_env.ALFWorld, root, max_steps=max_steps, game_files=g[split]),
         config.alfworld), games)
+  return out
+
+
+def textworld_setting(tw) -> tuple[int, int, int]:
+  """(rooms, objects, quest length) of the TextWorld eval games of a `textworld` block."""
+  return int(tw.world_size), int(tw.nb_objects), int(tw.quest_length)
+
+
+def textworld_train_settings(tw) -> list[tuple[int, int, int]]:
+  """The settings the training games are generated at: `train_settings`, else the eval one."""
+  out = [tuple(int(v) for v in s) for s in tw.train_settings] or [textworld_setting(tw)]
+  bad = [s for s in out if len(s) != 3]
+  if bad:
+    raise ValueError(f"textworld.train_settings: (rooms, objects, quest) triples, got {bad}")
   return out
 
 

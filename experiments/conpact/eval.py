@@ -2,8 +2,10 @@
 
 For each env in `config.envs` and each condition in `config.conditions` (a method from
 agents/conpact/methods.py plus AgentConfig settings, e.g. the Table 18 switches or state
-injection), every instance runs `rollouts` times through `HostLoop` (one batched backend call per
-step across all live episodes; budgets A/C per instance). Rows go to results.jsonl keyed by
+injection), every instance runs `rollouts` times through `HostLoop`: one loop per env and budget
+A = C runs the episodes of every condition together (one batched backend call per step across
+all live episodes of all conditions). `config.split` = "source" runs source instances (Sokoban
+source levels, BabyAI source seeds) for ConPAct-R/S curation. Rows go to results.jsonl keyed by
 env/condition/instance/rollout/attempt (resumable; failed backend episodes are retried).
 
 Backends: `config.backend` (a lib.llm.factory config) serves every role, or `config.actor_backend`
@@ -18,13 +20,16 @@ summary.md: performance (paper Tables 19/24 layout), mismatch with assertion cov
 (Table 23), failure attribution and sub-goal adherence (Figures 1b/2b), cost, and, when conditions
 carry ablation switches, the online-consistency ablation table (Table 18 layout); empty cells are
 "–", D without a comparable check is "n/a". demo.png: success with CIs and initial vs residual D
-per condition (agents/conpact/figure.py).
+per condition (agents/conpact/figure.py). summary.json "paired" (and a summary.md table): each
+condition's success minus Plan-Act's and Assertion's (`config.paired_vs`) over (instance,
+rollout) pairs, paired cluster bootstrap CI and exact McNemar p (study_tables.paired_tests).
 """
 import os
 
 from absl import logging
 
-from agents.conpact import attribution, figure, labels, metrics, methods, schemas, scripted, textenv
+from agents.conpact import (attribution, figure, labels, metrics, methods, schemas, scripted,
+                            study_tables, textenv)
 from agents.conpact.routing import RoleRouter
 from lib import tb
 from lib.llm.factory import make_backend
@@ -34,6 +39,12 @@ from lib.results import ResultsLog, markdown_table, write_summary
 
 KEY = ("env", "condition", "instance", "rollout", "attempt")
 SWITCHES = ("correction_trigger", "conflict_feedback", "planner_participation")
+PAIRED_VS = ("plan_act", "assertion")  # reference conditions of the paired differences
+PAIRED_NOTE = ("`model` (condition) minus `against` (reference) over episodes paired by "
+               "(instance, rollout): diff_pp = success difference in points, ci95_pp = 95% "
+               "paired bootstrap over instances, only_* = pairs only one side solved, p_mcnemar "
+               "= exact McNemar, p_holm = Holm-adjusted per reference "
+               "(agents/conpact/study_tables.py).")
 
 
 def instances(config, env: str) -> list[textenv.Instance]:
@@ -41,7 +52,8 @@ def instances(config, env: str) -> list[textenv.Instance]:
   if env == "sokoban":
     return textenv.sokoban_instances(config.split, n)
   if env == "minigrid":
-    return textenv.minigrid_instances(tuple(config.minigrid_tasks), per_task=config.minigrid_per_task)
+    return textenv.minigrid_instances(tuple(config.minigrid_tasks), per_task=config.minigrid_per_task,
+                                      split=config.split)
   if env == "crafter":
     return textenv.crafter_instances(config.split, n)
   if env.startswith("procgen-"):
@@ -94,7 +106,7 @@ def _cell(col: str, v):
   """A summary.md cell: CI tuples as [lo, hi]; None as "n/a" for D (nothing comparable), else "–"."""
   if v is None:
     return "n/a" if col in NA_WHEN_NONE else "–"
-  if isinstance(v, tuple):
+  if isinstance(v, (tuple, list)) and len(v) == 2:
     return f"[{v[0]:.3f}, {v[1]:.3f}]"
   return v
 
@@ -151,26 +163,31 @@ def run(config, workdir):
                            else f"backend: {config.backend.kind}")
   log = ResultsLog(workdir, key=KEY)
   table, ablation, comparator, writer = [], [], [], tb.writer(workdir)
+  paired_rows = []
   for env in config.envs:
     insts = instances(config, env)
     backend, policy, scripted_seed = build_backend(config, env, workdir)
+    # Every condition's episodes share one host loop per budget (budgets differ only on
+    # MiniGrid), so each backend call batches the live episodes of all conditions.
+    specs, per_spec = [], []
     for cond in config.conditions:
-      specs = _specs(config, env, cond, insts)
-      # Per-instance budgets differ only on MiniGrid; one host loop per budget.
-      per_spec = [_budget(config, i) for i in insts for _ in range(config.rollouts)]
-      for a in sorted(set(per_spec)):
-        group = [s for s, b in zip(specs, per_spec) if b == a]
-        loop = HostLoop(backend, action_budget=a, call_budget=a, max_live=config.max_live,
-                        seed=config.seed, progress_desc=f"{env}/{cond['name']}")
-        out = loop.run(group, log)
-        logging.info("%s/%s A=C=%d: %s", env, cond["name"], a,
-                     {k: out[k] for k in ("run", "skipped", "steps")})
+      specs += _specs(config, env, cond, insts)
+      per_spec += [_budget(config, i) for i in insts for _ in range(config.rollouts)]
+    for a in sorted(set(per_spec)):
+      group = [s for s, b in zip(specs, per_spec) if b == a]
+      loop = HostLoop(backend, action_budget=a, call_budget=a, max_live=config.max_live,
+                      seed=config.seed, progress_desc=f"{env} A=C={a}")
+      out = loop.run(group, log)
+      logging.info("%s A=C=%d: %s", env, a, {k: out[k] for k in ("run", "skipped", "steps")})
+    by_condition = {}
+    for cond in config.conditions:
       wanted = {i.instance_id for i in insts}  # a resumed log may hold rows of other instances
       rows = [r for r in final_rows(log.rows(), KEY) if r["env"] == env
               and r["condition"] == cond["name"] and r["instance"] in wanted
               and r["rollout"] < config.rollouts]
       for r in rows:
         r["cluster"] = f"{env}/{r['instance']}"
+      by_condition[cond["name"]] = rows
       m = {**metrics.summarize(rows, k=config.rollouts, n_resamples=config.n_resamples,
                                seed=config.seed), **attribution.summarize(rows, env)}
       row = {"env": env, "condition": cond["name"], "method": cond["method"], **m}
@@ -190,9 +207,14 @@ def run(config, workdir):
       if policy is not None and cond["method"] in ("assertion", "conpact_i"):
         conf = labels.comparator_confusion(rows, policy, scripted_seed, schemas.get(env))
         comparator.append({"env": env, "condition": cond["name"], **conf})
+    for ref in config.get("paired_vs", PAIRED_VS):
+      if by_condition.get(ref):
+        paired_rows += [{"env": env, **t} for t in study_tables.paired_tests(
+            by_condition, ref, n_resamples=config.n_resamples, seed=config.seed)]
     backend.close()
   log.close()
-  summary = {"label": label, "table": table, "ablation": ablation, "comparator": comparator}
+  summary = {"label": label, "table": table, "ablation": ablation, "comparator": comparator,
+             "paired": paired_rows}
   k = config.rollouts
   cols = ["env", "condition", f"avg@{k}", f"pass@{k}", f"pass^{k}", "success", "success_ci",
           "return", "steps", "episodes"]
@@ -210,6 +232,9 @@ def run(config, workdir):
     if ablation:
       f.write(f"\n## Online consistency ablation (paper Table 18 layout; {label})\n\n")
       f.write(markdown_table(_md_rows(ablation, list(ablation[0]))))
+    if paired_rows:
+      f.write(f"\n## Paired success differences ({label})\n\n{PAIRED_NOTE}\n\n")
+      f.write(markdown_table(_md_rows(paired_rows, list(paired_rows[0]))))
     if comparator:
       f.write(f"\n## Comparator vs independently labelled contradictions ({label})\n\n")
       f.write(markdown_table(_md_rows(comparator, list(comparator[0]))))

@@ -29,7 +29,7 @@ from lib import grpo, opsd, optim, train_loop
 from lib.progress import progress, show_step
 from lib.results import write_summary
 from lib.rewards import extract_next_state
-from lib.train_state import TrainState, nnx_apply_fn
+from lib.train_state import nnx_apply_fn
 
 
 def load_samples(c) -> list[data.WMSample]:
@@ -105,8 +105,9 @@ def run(config, workdir):
   tx = make_tx(config, steps)
   dtype = None if config.model.dtype == "float32" else jnp.dtype(config.model.dtype)
   apply_fn, params = nnx_apply_fn(model, compute_dtype=dtype)
-  state = TrainState.create(params, tx)
-  initial = jax.tree.map(jnp.copy, state.params)   # GRPO reference / OPSD teacher
+  mesh = train_loop.make_mesh(config)   # config.mesh: FSDP shards of the state, the batch split
+  state, state_sh = train_loop.create_state(params, tx, mesh)
+  initial = jax.tree.map(jnp.copy, state.params)   # GRPO reference / OPSD teacher (same shards)
   ckpt, state, start, meta = train_loop.resume(workdir, state,
                                                 start_fresh=train_loop.fresh_start(config))
   sample_kw = dict(max_new_tokens=c.max_output_tokens, eos_ids=policy.eos_ids(tok, model),
@@ -116,13 +117,18 @@ def run(config, workdir):
     cfg = grpo.GRPOConfig.from_config(config.grpo)
     trainer = grpo.GRPOTrainer(apply_fn, grpo.nnx_sample_fn(model, temperature=cfg.temperature,
                                                             **sample_kw),
-                               state, tx, cfg, ref_params=initial)
+                               state, tx, cfg, ref_params=initial,
+                               step_fn=train_loop.rl_step_fn("grpo", apply_fn, tx, cfg, batch,
+                                                             mesh, state_sh))
     embed = embedders.make_embedder(config.embedder) if cond.reward == "embedding" else None
   elif cond.trainer == "opsd":
     cfg = opsd.OPSDConfig.from_config(config.opsd)
     trainer = opsd.OPSDTrainer(apply_fn, grpo.nnx_sample_fn(model, temperature=cfg.temperature,
                                                             **sample_kw),
-                               state, tx, cfg, teacher_params=initial)
+                               state, tx, cfg, teacher_params=initial,
+                               step_fn=train_loop.rl_step_fn(
+                                   "opsd", apply_fn, tx, cfg, batch, mesh, state_sh,
+                                   None if state_sh is None else state_sh.params))
   tokens_seen = int(meta.get("tokens_seen", 0))
   # Seconds of earlier sessions (a resumed run reports its whole cost, not the last session's).
   wall_before, cpu_before = float(meta.get("wall_s", 0.0)), float(meta.get("cpu_s", 0.0))

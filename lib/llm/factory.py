@@ -32,8 +32,11 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "openai_http": dict(base_url="http://127.0.0.1:8000/v1", model="accord", api_key_env="",
                         embed_model="", max_concurrency=8, timeout_s=120.0, max_retries=4,
                         backoff_base_s=0.5, backoff_max_s=30.0, send_top_k=False, seed=0),
+    # jax_memory_fraction: XLA_PYTHON_CLIENT_MEM_FRACTION that launch.py sets before JAX starts
+    # when this backend runs in the process, so JAX (envs, a trainer) and vLLM share the GPU;
+    # it and gpu_memory_utilization must add up to less than 1 (an explicit env var wins).
     "vllm": dict(model="", embed=False, seed=0, gpu_memory_utilization=0.85, max_model_len=8192,
-                 dtype="auto", tensor_parallel_size=1),
+                 dtype="auto", tensor_parallel_size=1, jax_memory_fraction=0.10),
     "scripted": dict(seed=0),
 }
 
@@ -81,6 +84,29 @@ def backends_config(kind: str, **sections: dict) -> dict:
     out[k] = {key: v for key, v in full.items() if key != "kind"}
   backend_config(kind)  # validates kind
   return out
+
+
+def jax_memory_fraction(config: Any) -> float | None:
+  """The JAX memory fraction a run config asks for: that of its `backend` block when the block
+  (flat or sectioned) selects the in-process vllm backend.
+
+  Args:
+    config: a run config (dict or ConfigDict).
+  Returns:
+    backend.jax_memory_fraction, or None when the run has no in-process vLLM.
+  Raises:
+    ValueError: a fraction outside (0, 1), or one that leaves no room for vLLM's share.
+  """
+  block = config.get("backend") if hasattr(config, "get") else None
+  if not block or not hasattr(block, "get") or block.get("kind") != "vllm":
+    return None
+  section = block.get("vllm") or block
+  fraction = float(section.get("jax_memory_fraction", DEFAULTS["vllm"]["jax_memory_fraction"]))
+  vllm_share = float(section.get("gpu_memory_utilization", 0.0))
+  if not 0.0 < fraction < 1.0 or fraction + vllm_share >= 1.0:
+    raise ValueError(f"backend.jax_memory_fraction={fraction} must be in (0, 1) and leave room "
+                     f"for vLLM's gpu_memory_utilization={vllm_share} (their sum must be < 1)")
+  return fraction
 
 
 def _flax(c: dict, workdir: str | None, policy) -> Backend:

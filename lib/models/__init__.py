@@ -19,6 +19,7 @@ Quick reference:
 
   mesh = models.make_mesh(data=2, model=4)   # lib.sharding's one ("data", "fsdp", "model") mesh
   models.shard_model(model, mesh)
+  models.set_remat(model, "full")            # training: recompute each layer in the backward pass
 
 A broken checkpoint raises `models.WeightsError` (a ValueError) naming the file and field.
 Generation lives in `lib.sampling`. New layer types plug into `Qwen` through the per-layer protocol
@@ -34,6 +35,7 @@ from lib.models.qwen.config import PRESETS, QwenConfig, preset
 from lib.models.qwen.model import Cache, Context, KVCache, Qwen
 from lib.models.qwen3_5.config import Qwen35Config
 from lib.models.qwen3_5.model import Qwen35
+from lib.models.remat import REMAT_POLICIES, set_remat
 from lib.models.safetensors_io import WeightsError
 from lib.models.sharding import shard_batch, shard_model
 from lib.sharding import make_mesh
@@ -78,5 +80,6 @@ def token_logprobs(model: Qwen, input_ids, attention_mask=None):
 __all__ = [
     "PRESETS", "QwenConfig", "preset", "Qwen", "Qwen35", "Qwen35Config", "Cache", "Context",
     "KVCache", "build", "load_pretrained", "save_pretrained", "WeightsError", "token_logprobs",
-    "embed", "last_token_index", "make_mesh", "shard_model", "shard_batch",
+    "embed", "last_token_index", "make_mesh", "shard_model", "shard_batch", "REMAT_POLICIES",
+    "set_remat",
 ]

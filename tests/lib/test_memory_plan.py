@@ -131,6 +131,56 @@ def test_bad_plan_blocks_are_refused():
     memory_plan.compute(_config(rows=10, micro_rows=4), compile_step=False)
 
 
+def test_remat_shrinks_the_analytic_activations():
+  plans = {}
+  for remat in ("none", "dots", "full"):
+    c = _config(overrides=dict(SMALL, num_layers=8), trainer="sft", rows=4, seq_len=1024)
+    c.model.remat = remat
+    plans[remat] = memory_plan.compute(c, compile_step=False).breakdown["activations"]
+  assert plans["full"] < plans["dots"] < plans["none"] / 2, plans
+
+
+def test_check_before_run_passes_unknown_memory_and_can_be_switched_off(capsys):
+  assert memory_plan.check_before_run(ml_collections.ConfigDict({"experiment": "x"})) is None
+  assert memory_plan.check_before_run(_config()).fits is None       # CPU, no target memory
+  assert memory_plan.check_before_run(_config(device_memory_gib=80.0)).fits is True
+  tiny = _config(device_memory_gib=1e-6)
+  with pytest.raises(SystemExit) as e:
+    memory_plan.check_before_run(tiny)
+  assert e.value.code == 2 and "needs" in capsys.readouterr().err
+  tiny.plan.check = "off"
+  assert memory_plan.check_before_run(tiny) is None
+  tiny.plan.check = "sometimes"
+  with pytest.raises(SystemExit):
+    memory_plan.check_before_run(tiny)
+  assert "unknown plan.check 'sometimes'" in capsys.readouterr().err
+
+
+def test_paper_scale_configs():
+  from configs.conpact import train as conpact_train
+  from configs.gencoord import learned
+  for config, preset in ((conpact_train.get_config("scale=paper"), "qwen3-8b"),
+                         (learned.get_config("scale=paper"), "qwen3.5-0.8b")):
+    assert config.model.preset == preset and config.model.remat == "full"
+    assert config.model.dtype == "bfloat16" and config.plan.trainer == "sft"
+  assert learned.get_config("scale=paper").train.batch == 16 == learned.get_config(
+      "scale=paper").plan.rows
+  assert "plan" not in conpact_train.get_config("")
+  with pytest.raises(ValueError, match="unknown scale 'big'"):
+    learned.get_config("scale=big")
+
+
+def test_a_run_stops_first_when_its_plan_does_not_fit(tmp_path):
+  # 7B GRPO on one 80 GB device: the analytic check stops it before the workdir exists.
+  out = _launch("--config=configs/wm/train.py:scale=paper", f"--workdir={tmp_path}/wm",
+                "--config.plan.device_memory_gib=80")
+  assert out.returncode == 2, out.stdout[-2000:] + out.stderr[-2000:]
+  lines = out.stderr.strip().splitlines()
+  assert len(lines) == 1 and lines[0].startswith("launch.py: error: qwen2.5-7b (grpo) needs "), lines
+  assert "per device on mesh data=1 x fsdp=1 x model=1, the device has 80.00 GiB" in lines[0]
+  assert not (tmp_path / "wm").exists()
+
+
 def _launch(*args):
   return subprocess.run([sys.executable, "launch.py", *args], env=ENV8, cwd=ROOT,
                         capture_output=True, text=True, timeout=600)

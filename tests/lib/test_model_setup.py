@@ -17,9 +17,14 @@ def _params(model):
 def test_model_block_fills_defaults_and_rejects_unknown_fields():
   block = model_setup.model_block(checkpoint="some/dir")
   assert block == {"checkpoint": "some/dir", "preset": "qwen3-tiny", "overrides": {},
-                   "dtype": "float32", "vocab_size": 384}
-  with pytest.raises(KeyError, match="valid: checkpoint, preset, overrides, dtype, vocab_size"):
+                   "dtype": "float32", "vocab_size": 384, "remat": "none"}
+  with pytest.raises(KeyError,
+                     match="valid: checkpoint, preset, overrides, dtype, vocab_size, remat"):
     model_setup.model_block(hidden=32)
+  with pytest.raises(ValueError, match="unknown remat policy 'al'; valid: none, full, dots"):
+    model_setup.model_block(remat="al")
+  model, _, _ = model_setup.build_model({**block, "checkpoint": "", "remat": "full"}, seed=0)
+  assert model.remat == "full"
   assert model_setup.compute_dtype(block) is None
   assert model_setup.compute_dtype({**block, "dtype": "bfloat16"}) == np.dtype("bfloat16")
 

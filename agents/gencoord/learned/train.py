@@ -14,8 +14,8 @@ import jax
 import numpy as np
 from flax import nnx
 
-from lib import model_setup, optim, sft_batches, sft_loop
-from lib.train_state import TrainState, nnx_apply_fn
+from lib import model_setup, optim, sft_batches, sft_loop, train_loop
+from lib.train_state import nnx_apply_fn
 
 
 def train_sft(arrays: dict, tokenizer, config, workdir: str, seed: int, tag: str = "sft"):
@@ -39,8 +39,11 @@ def train_sft(arrays: dict, tokenizer, config, workdir: str, seed: int, tag: str
   tx = optim.adamw(lr=c.lr, total_steps=total, warmup_frac=c.warmup_frac,
                    weight_decay=c.weight_decay, clip_norm=c.clip_norm)
   apply_fn, params = nnx_apply_fn(model, compute_dtype=model_setup.compute_dtype(config.model))
-  run = sft_loop.train(apply_fn, TrainState.create(params, tx), tx,
+  mesh = train_loop.make_mesh(config)      # config.mesh (scale=paper): FSDP over its devices
+  state, state_sh = train_loop.create_state(params, tx, mesh)
+  run = sft_loop.train(apply_fn, state, tx,
                        sft_batches.epoch_batches(arrays, c.batch, seed), total, workdir,
+                       mesh=mesh, state_sharding=state_sh,
                        target_window=arrays["target_window"], log_every=c.log_every,
                        ckpt_every=c.ckpt_every, max_to_keep=2, prefix=f"{tag}/")
   nnx.update(model, run.state.params)

@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from lib.models import remat as remat_lib
 from lib.models.qwen.config import QwenConfig
 
 WEIGHT_INIT = jax.nn.initializers.normal(0.02)  # transformers' initializer_range default
@@ -339,8 +340,13 @@ class Qwen(nnx.Module):
     x, layer_caches = self._run_layers(input_ids, ctx, cache.layers)
     return x, Cache(layers=layer_caches, mask=slot_mask, index=index + t)
 
+  # Per-layer rematerialisation of cache-free forwards (training); `lib.models.set_remat`.
+  remat = "none"
+
   def _run_layers(self, input_ids, ctx, layer_caches):
     x = jnp.take(self.embed[...], input_ids, axis=0)
+    if layer_caches is None and self.remat != "none":
+      return self.final_norm(remat_lib.run_layers(self.layers, x, ctx, self.remat)), None
     new_caches = []
     for i, layer in enumerate(self.layers):
       x, c = layer(x, ctx, None if layer_caches is None else layer_caches[i])

@@ -6,7 +6,7 @@ import transformers
 from flax import nnx
 
 import jax
-from agents.wm import data, policy, probes, probes_model
+from agents.wm import data, overlap, policy, probes, probes_model
 from agents.wm.prompts import parse_think
 from lib import models, tokenizer as tokenizer_lib
 
@@ -89,3 +89,20 @@ def test_direct_and_sampled_distributions_and_overlap(tiny):
   for r in rows:   # a condition overlaps fully with an identical model
     assert r["overlap_direct_vs_ref"] == pytest.approx(1.0)
     assert r["overlap_sampled_vs_ref"] == pytest.approx(1.0)
+
+
+def test_direct_distributions_feed_pairwise_overlap(tiny):
+  model, tok, _ = tiny
+  config = models.preset("qwen3-tiny", vocab_size=len(tok), pad_token_id=tok.pad_token_id,
+                         eos_token_ids=(tok.convert_tokens_to_ids(tokenizer_lib.IM_END),))
+  other = models.build(config, rngs=nnx.Rngs(11))
+  points = [probes_model.DecisionPoint("alfworld", "find an egg", [], OBS[i], i,
+                                       ["open fridge 1", "go to sinkbasin 1", "look"])
+            for i in range(2)]
+  d = probes_model.direct_distributions({"BASE": (model, tok), "OTHER": (other, tok)}, points)
+  assert [set(p) for p in d["OTHER"]] == [set(points[0].admissible)] * 2
+  assert all(sum(p.values()) == pytest.approx(1.0) for p in d["BASE"] + d["OTHER"])
+  (row,) = overlap.pairwise(overlap.direct_as_dists(d), "direct", n_resamples=100)
+  want = np.mean([probes.overlap(p, q) for p, q in zip(d["BASE"], d["OTHER"])])
+  assert row["overlap"] == pytest.approx(want) and 0.0 < want < 1.0   # different weights
+  assert (row["a"], row["b"], row["group"], row["points"]) == ("BASE", "OTHER", "BASE–trained", 2)

@@ -185,9 +185,10 @@ def test_opsd_mis_trains_on_the_next_state_span(tmp_path):
 def test_configs_resolve_and_sweep_every_condition():
   from configs import common
   from configs.wm import demo as wm_demo_config
+  from configs.wm import study as wm_study_config
   from experiments import registry
   from lib import grpo, opsd
-  for module in (wm_train_config, wm_demo_config):
+  for module in (wm_train_config, wm_demo_config, wm_study_config):
     for arg in ("debug=True", None):
       assert module.get_config(arg).experiment in registry.names()
     with pytest.raises(common.ConfigArgError):
@@ -201,3 +202,6 @@ def test_configs_resolve_and_sweep_every_condition():
   demo = wm_demo_config.get_config(None)
   assert set(demo.conditions) <= set(conditions.CONDITIONS)
   assert demo.train_template.embedder.kind == "lexical" and "CPU" in demo.scale_label
+  study = wm_study_config.get_config(None)
+  assert sorted(study.conditions) == sorted(conditions.CONDITIONS) and len(study.seeds) == 3
+  assert len(study.data.textworld.eval_seeds) >= 64

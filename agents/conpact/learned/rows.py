@@ -1,0 +1,87 @@
+"""The study's supervision rows: expert play on the SOURCE split, per role, as jsonl.
+
+`build` calls `agents.conpact.demonstrations` for every env of the study (Sokoban and the BabyAI
+tasks) and returns three row sets:
+  planner   misperceiving demonstrator with probability `noise`, stream `seeds.planner`
+  actor     the same recipe on its own stream `seeds.actor` (planner and actor misperceive
+            independently, so their assertions can contradict each other)
+  baseline  plain Plan-Act demonstrations (noise 0), both roles, `meta.role` set: the token-matched
+            continued-SFT baseline of ConPAct-R/S (configs/conpact/train.py `baseline.rows`)
+Row format: {"messages", "target", "meta"} (demonstrations.py). Noise rates are fixed in the
+study config; nothing here looks at the evaluation split.
+"""
+import json
+import os
+
+from agents.conpact import demonstrations
+
+ROLES = ("planner", "actor")
+
+
+def source_indices(env_id: str, sokoban: int, babyai: int) -> list[int]:
+  """Source instance indices of one env: the first `sokoban` levels or `babyai` seeds per task.
+
+  Args:
+    env_id: "sokoban" or a BabyAI task id.
+    sokoban: Sokoban source levels to play (<= 100, envs.splits).
+    babyai: source seeds per BabyAI task (<= len(MINIGRID_SOURCE_SEEDS)).
+  Returns:
+    range-like list of indices.
+  """
+  if demonstrations.schema_name(env_id) == "sokoban":
+    return list(range(sokoban))
+  return list(range(min(babyai, len(demonstrations.MINIGRID_SOURCE_SEEDS))))
+
+
+def build(env_ids, sokoban: int, babyai: int, noise: dict, seeds: dict) -> dict[str, list[dict]]:
+  """The planner, actor and baseline rows of every env.
+
+  Args:
+    env_ids: "sokoban" and/or BabyAI task ids.
+    sokoban, babyai: source instances (see `source_indices`).
+    noise: {"planner": p, "actor": p} misperception probabilities.
+    seeds: {"planner": s, "actor": s} noise-stream seeds (must differ).
+  Returns:
+    {"planner": rows, "actor": rows, "baseline": rows}.
+  """
+  if seeds["planner"] == seeds["actor"]:
+    raise ValueError("planner and actor need separate noise seeds (got "
+                     f"{seeds['planner']} for both)")
+  out = {"planner": [], "actor": [], "baseline": []}
+  for env_id in env_ids:
+    idx = source_indices(env_id, sokoban, babyai)
+    out["planner"] += demonstrations.planner_rows(env_id, idx, noise["planner"], seeds["planner"])
+    out["actor"] += demonstrations.actor_rows(env_id, idx, noise["actor"], seeds["actor"])
+    out["baseline"] += demonstrations.planner_rows(env_id, idx, 0.0, seeds["planner"])
+    out["baseline"] += demonstrations.actor_rows(env_id, idx, 0.0, seeds["actor"])
+  return out
+
+
+def stats(rows: list[dict]) -> dict:
+  """Counts of a row set: rows, misperceiving rows (noisy), rows whose belief is wrong."""
+  return {"rows": len(rows), "noisy": sum(r["meta"]["noisy"] for r in rows),
+          "wrong": sum(r["meta"]["wrong"] for r in rows)}
+
+
+def write_jsonl(rows: list[dict], path: str) -> None:
+  """Writes rows one JSON object a line (atomic: a temp file renamed into place)."""
+  os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+  tmp = path + ".tmp"
+  with open(tmp, "w", encoding="utf-8") as f:
+    for r in rows:
+      f.write(json.dumps(r) + "\n")
+  os.replace(tmp, path)
+
+
+def read_jsonl(path: str) -> list[dict]:
+  """The rows of a jsonl file written by `write_jsonl`."""
+  with open(path, encoding="utf-8") as f:
+    return [json.loads(line) for line in f if line.strip()]
+
+
+def corpus(rows: list[dict]):
+  """Texts a tokenizer is trained on: every message and target of the rows."""
+  for r in rows:
+    for m in r["messages"]:
+      yield m["content"]
+    yield r["target"]

@@ -1,0 +1,86 @@
+"""Base planner / actor training: SFT of one role's rows through the one SFT loop, HF export.
+
+A role's model is the study's `model` block (`lib.model_setup`): from scratch, a tiny Qwen3 whose
+vocabulary is the BPE trained on the study's rows; with `model.checkpoint`, a local Hugging Face
+model and its own tokenizer (paper scale, same path). Rows are rendered exactly as the Flax
+backend prompts at decode time: the tokenizer's chat template with the assistant opener
+(`lib.tokenizer.render_chat`), then target + EOS; the loss falls on the target and EOS only.
+Batches are drawn by `lib.sft_batches.length_grouped_batches` (Sokoban prompts are ~3x longer
+than BabyAI ones; one compiled shape per power-of-two length bucket). The loop is
+`lib.sft_loop.train` (resumable from <workdir>/ckpt; `start_fresh` discards checkpoints); the kept
+model is the final step, exported with its tokenizer to <workdir>/export.
+"""
+import os
+
+import jax
+import numpy as np
+from flax import nnx
+
+from lib import model_setup, models, optim, sft_batches, sft_loop
+from lib.tokenizer import render_chat, save_tokenizer
+from lib.train_state import TrainState, nnx_apply_fn
+
+
+def encode(rows: list[dict], tokenizer, max_len: int) -> tuple[list, int]:
+  """Rows -> (prompt ids, target ids + EOS) pairs no longer than `max_len` tokens.
+
+  Args:
+    rows: {"messages", "target"} rows.
+    tokenizer: the role's tokenizer (with a chat template).
+    max_len: the longest kept example (prompt + target + EOS).
+  Returns:
+    (examples, dropped): the pairs, and how many rows were longer than `max_len`.
+  """
+  eos = tokenizer.convert_tokens_to_ids(tokenizer.eos_token)
+  out, dropped = [], 0
+  for r in rows:
+    p = tokenizer.encode(render_chat(tokenizer, r["messages"]), add_special_tokens=False)
+    t = tokenizer.encode(r["target"], add_special_tokens=False) + [eos]
+    if len(p) + len(t) > max_len:
+      dropped += 1
+      continue
+    out.append((p, t))
+  return out, dropped
+
+
+def train_role(rows: list[dict], tokenizer, model_cfg, train_cfg, workdir: str, seed: int,
+               tag: str, start_fresh: bool = False) -> dict:
+  """SFT of one role on its rows; exports <workdir>/export (weights + tokenizer).
+
+  Args:
+    rows: the role's {"messages", "target"} rows.
+    tokenizer: the study's tokenizer (a checkpoint's own one when model_cfg.checkpoint is set).
+    model_cfg: the `model` block.
+    train_cfg: steps, batch, lr, warmup_frac, weight_decay, clip_norm, max_len, log_every,
+      ckpt_every.
+    workdir: checkpoints (<workdir>/ckpt) and the export.
+    seed: initialisation and data-order seed (planner and actor use different ones).
+    tag: TensorBoard tag prefix.
+    start_fresh: discard existing checkpoints.
+  Returns:
+    report: export, rows, dropped (too long), steps, batch, target_tokens (sum over the rows),
+    train_tokens, loss_first, loss_last, wall_s, cpu_s, params.
+  """
+  c = train_cfg
+  model, mcfg, tok = model_setup.build_model(model_cfg, seed=seed, tokenizer=tokenizer)
+  examples, dropped = encode(rows, tok, c.max_len)
+  if not examples:
+    raise ValueError(f"{tag}: no rows fit max_len={c.max_len} ({dropped} dropped)")
+  tx = optim.adamw(lr=c.lr, total_steps=c.steps, warmup_frac=c.warmup_frac,
+                   weight_decay=c.weight_decay, clip_norm=c.clip_norm)
+  apply_fn, params = nnx_apply_fn(model, compute_dtype=model_setup.compute_dtype(model_cfg))
+  run = sft_loop.train(apply_fn, TrainState.create(params, tx), tx,
+                       sft_batches.length_grouped_batches(examples, c.batch, seed), c.steps,
+                       workdir, log_every=c.log_every, ckpt_every=c.ckpt_every, max_to_keep=2,
+                       prefix=f"{tag}/", start_fresh=start_fresh)
+  nnx.update(model, run.state.params)
+  export = os.path.join(workdir, "export")
+  models.save_pretrained(model, mcfg, export)
+  save_tokenizer(tok, export)
+  losses = [loss for _, loss in run.history]
+  return {"export": export, "rows": len(examples), "dropped": dropped, "steps": c.steps,
+          "batch": c.batch, "target_tokens": int(sum(len(t) for _, t in examples)),
+          "train_tokens": int(run.train_tokens),
+          "loss_first": losses[0] if losses else None, "loss_last": losses[-1] if losses else None,
+          "wall_s": round(run.wall_s, 1), "cpu_s": round(run.cpu_s, 1),
+          "params": int(sum(np.size(x) for x in jax.tree.leaves(run.state.params)))}

@@ -1,0 +1,101 @@
+"""ConPAct with trained models: the whole study from one command (tiny models trained here).
+
+data (expert play on the SOURCE split, misperceiving demonstrator) -> tokenizer -> base planner and
+base actor (separate tiny Qwen3s from scratch, separate seeds and noise streams) -> online
+conditions on the evaluation split (ReAct, Self-Refine, resampling, Plan-Act, Assertion, ConPAct-I
+and the Table 18 ablations) -> ConPAct-I / ReAct rollouts on SOURCE instances -> ConPAct-S / R
+(full, No Sup., No Replay) and the token-matched baseline (conpact/train) -> evaluation of every
+trained pair -> report. Resumable: each stage is skipped when its done marker is present.
+
+python launch.py --config=configs/conpact/study.py --workdir=runs/conpact_study
+python launch.py --config=configs/conpact/study.py:debug=True --workdir=runs/conpact_study_dbg
+python launch.py --config=configs/conpact/study.py:checkpoint=/path/to/Qwen3-0.6B --workdir=runs/cs_q
+"""
+import ml_collections
+
+from configs import common
+from configs.conpact import scripted as scripted_config
+from configs.conpact import train as train_config
+from agents.conpact import demonstrations
+from lib.llm import factory
+from lib.model_setup import model_block
+
+# Misperception rate of the demonstrators (per row; planner and actor draw independently). Fixed
+# a priori at the scripted demo's perception noise (configs/conpact/scripted.py), never tuned on
+# the evaluation split.
+NOISE = 0.3
+ONLINE = ("react", "self_refine", "resample", "plan_act", "assertion", "conpact_no_trigger",
+          "conpact_no_feedback", "conpact_actor_only", "conpact_i")
+TRAINED = ("plan_act", "assertion", "conpact_i")  # conditions of every trained pair (Tables 20-22)
+# (name, conpact/train recipe, curate switches) -- paper Table 20 data ablations + the baseline
+RECIPES = (
+    ("conpact_s", "conpact_s", {}),
+    ("conpact_r", "conpact_r", {}),
+    ("conpact_r_no_sup", "conpact_r", {"reconciliation_supervision": False}),
+    ("conpact_r_no_replay", "conpact_r", {"reconciliation_replay": False}),
+    ("baseline", "baseline", {}),
+)
+
+
+def _conditions(names, settings: dict) -> list[dict]:
+  conds = scripted_config.conditions(subgoal_steps=demonstrations.SUBGOAL_STEPS)
+  return [{**x, "settings": {**x["settings"], **settings}} for x in conds if x["name"] in names]
+
+
+def get_config(arg=None):
+  arg = common.parse_arg(arg, debug=False, checkpoint="", rollouts=2, sokoban=200, mg_per_task=5,
+                         budget=30, steps=1500)
+  d = arg.debug
+  c = ml_collections.ConfigDict()
+  c.experiment = "conpact/study"
+  c.seed = 0
+  c.start_fresh = False                      # True: retrain models from step 0 (stages still skip)
+  c.label = "tiny models trained here"
+  c.envs = ["sokoban", "minigrid"]
+  c.minigrid_tasks = (["BabyAI-GoToRedBall-v0"] if d else list(demonstrations.BABYAI_TASKS))
+
+  # 1. supervision rows (source split); noise fixed above, separate streams per role
+  c.data = dict(sokoban=6 if d else 100, babyai=4 if d else 40, noise=NOISE,
+                planner_seed=101, actor_seed=202)
+  # 2.-3. tokenizer and the two base models: a tiny Qwen3 from scratch (BPE trained on the rows),
+  # or `checkpoint` (a local HF dir with its tokenizer) for both roles, paper scale
+  c.tokenizer = dict(vocab_size=1024)
+  c.model = model_block(checkpoint=arg.checkpoint, preset="qwen3-tiny", vocab_size=1024, overrides=dict(
+      hidden_size=128, intermediate_size=384, num_layers=2, num_heads=4, num_kv_heads=2,
+      head_dim=32, tie_word_embeddings=True, max_position_embeddings=4096))
+  c.base = dict(planner_seed=1, actor_seed=2, train=dict(
+      steps=120 if d else arg.steps, batch=8 if d else 16, lr=3e-3, warmup_frac=0.03,
+      weight_decay=0.01, clip_norm=1.0, max_len=2048, log_every=20, ckpt_every=200))
+
+  # 4./7. evaluation-split episodes (conpact/eval with a Flax backend per role)
+  reply = dict(actor_max_tokens=96, planner_max_tokens=96, temperature=0.7)
+  ev = ml_collections.ConfigDict()
+  ev.experiment = "conpact/eval"
+  ev.seed = 0
+  ev.envs = list(c.envs)
+  ev.split = "evaluation"
+  ev.instances = 4 if d else arg.sokoban     # Sokoban evaluation levels (200 = paper)
+  ev.minigrid_per_task = 2 if d else arg.mg_per_task
+  ev.minigrid_tasks = list(c.minigrid_tasks)
+  ev.rollouts = arg.rollouts                 # k of avg@k / pass@k / pass^k
+  ev.max_live = None
+  ev.n_resamples = 200 if d else 2000
+  ev.budget_cap = 8 if d else arg.budget     # A = C cap per episode (0: the paper's budgets)
+  ev.label = c.label
+  ev.backend = factory.backend_config("flax", model=dict(checkpoint=""), max_batch=256,
+                                      min_batch=8)
+  ev.actor_backend = factory.backend_config("flax", model=dict(checkpoint=""), max_batch=256,
+                                            min_batch=8)
+  ev.scripted = dict(noise={}, abstain=0.0)
+  ev.conditions = _conditions(ONLINE, reply)
+  c.online = ev
+  c.trained_conditions = list(TRAINED)
+
+  # 5. source rollouts for curation: ConPAct-I + the ReAct reference on SOURCE instances
+  c.source = dict(sokoban=4 if d else 100, mg_per_task=2 if d else 10, rollouts=2,
+                  conditions=["react", "conpact_i"])
+
+  # 6. ConPAct-S / R (+ data ablations) and the token-matched baseline via conpact/train
+  c.train = train_config.get_config("debug=True" if d else None)
+  c.recipes = [dict(name=n, recipe=r, curate=cur) for n, r, cur in RECIPES]
+  return c

@@ -1,0 +1,73 @@
+"""World-model audit study at CPU scale: all eight conditions x seeds on unseen TextWorld games.
+
+TextWorld only (list regime). Training games are generated at several difficulty settings (rooms,
+objects, quest length; cached on disk, in parallel processes); BASE is validated on SOURCE-side
+validation games at every setting (the knob table), and the unseen evaluation games are generated
+at one setting (`rooms`, `objects`, `quest`), chosen from that table, never from the unseen
+results. Stages are resumable; data and games are shared by every seed, the warm start is per
+seed, and every condition of a seed starts from that seed's warm start.
+
+python launch.py --config=configs/wm/study.py --workdir=runs/wm_study                  # 8 x 3
+python launch.py --config=configs/wm/study.py:validate_only=True --workdir=runs/wm_study  # knobs
+python launch.py --config=configs/wm/study.py:debug=True --workdir=runs/wm_study_debug   # ~3 min
+"""
+from configs import common
+from configs.wm import demo as wm_demo_config
+from configs.wm.eval import CONDITIONS
+
+# (rooms, objects, quest length): the training mix, and the validation knob table (which adds a
+# harder setting than any training game)
+TRAIN_SETTINGS = [(1, 2, 1), (2, 3, 2)]
+VAL_SETTINGS = [(1, 2, 1), (2, 3, 2), (3, 4, 3)]
+
+
+def get_config(arg=None):
+  arg = common.parse_arg(arg, debug=False, seeds=3, rooms=1, objects=2, quest=1,
+                         train_games=100, unseen_games=64, val_games=24, samples=4, steps=60,
+                         sft_steps=600, eval_steps=8, games_dir="runs/wm_games",
+                         validate_only=False)
+  c = wm_demo_config.get_config(f"debug={arg.debug}")   # the demo's model, SFT and RL blocks
+  c.experiment = "wm/study"
+  c.scale_label = "CPU scale, tiny model"
+  c.seeds = list(range(2 if arg.debug else arg.seeds))
+  c.conditions = (["BASE", "GRPO-GT", "GT-PERM", "OPSD-MIS"] if arg.debug else list(CONDITIONS))
+  c.validate_only = arg.validate_only
+
+  d = c.data
+  d.scienceworld.enabled = False
+  d.bench_repeats = 0
+  d.max_steps = 30
+  tw = d.textworld
+  tw.games_dir = "" if arg.debug else arg.games_dir    # "" = <workdir>/data/textworld_games
+  tw.processes = 2
+  tw.train_settings = [list(s) for s in TRAIN_SETTINGS[:1 if arg.debug else None]]
+  tw.train_seeds = list(range(1, 5 if arg.debug else 1 + arg.train_games))
+  # unseen evaluation games: their own seed range, at the chosen setting
+  tw.world_size, tw.nb_objects, tw.quest_length = arg.rooms, arg.objects, arg.quest
+  tw.eval_seeds = list(range(9001, 9001 + (4 if arg.debug else arg.unseen_games)))
+
+  # validation: BASE (and a random-admissible-action reference) on source-side games that are
+  # neither training nor unseen games, at every setting of the knob table
+  c.validation = dict(seeds=list(range(5001, 5001 + (3 if arg.debug else arg.val_games))),
+                      settings=[list(s) for s in VAL_SETTINGS[:1 if arg.debug else None]],
+                      samples=2 if arg.debug else arg.samples)
+
+  # one warm start shared by every seed (BASE); 150 steps is the fewest that closes the tags
+  c.sft.steps = 150 if arg.debug else arg.sft_steps
+  c.sft.ckpt_every = 200
+  c.check.prompts = 4
+  c.train_template.train.steps = 2 if arg.debug else arg.steps
+
+  e = c.eval
+  e.scienceworld.enabled = False
+  e.runs = [("textworld", "list")]
+  e.textworld = tw.to_dict()
+  e.max_steps = 5 if arg.debug else arg.eval_steps
+  e.samples = 2 if arg.debug else arg.samples
+  e.ks = [k for k in (1, 2, 4, 8) if k <= e.samples]
+  e.max_live = 64                   # episodes in flight: one batched model call per turn
+  e.n_resamples = 200 if arg.debug else 2000
+  e.n_heldout = 8 if arg.debug else 48
+  c.report = dict(n_resamples=200 if arg.debug else 2000, trace_samples=50 if arg.debug else 300)
+  c.probes.enabled = False          # the study's overlap comes from sampled eval actions
+  return c

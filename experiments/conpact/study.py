@@ -1,0 +1,151 @@
+"""ConPAct with trained models: data -> tokenizer -> base roles -> online -> R/S training -> report.
+
+Stages (each saved in <workdir>/stages.json with its result and skipped on rerun; a model stage
+also resumes from its checkpoints):
+  data       planner / actor / baseline rows from expert play on SOURCE instances
+             (agents/conpact/learned/rows.py), data/<set>.jsonl
+  tokenizer  a byte-level BPE trained on the planner and actor rows (skipped with
+             model.checkpoint, which brings its own)
+  base_planner, base_actor  separate models (separate seeds, separately noised rows) through the
+             one SFT loop (agents/conpact/learned/train.py), base/<role>/export
+  online     every online condition on the EVALUATION split via registry "conpact/eval" (planner
+             model = `backend`, actor model = `actor_backend`), online/
+  source     ConPAct-I + ReAct rollouts of the base models on SOURCE instances, source/
+  train/<m>  each recipe via registry "conpact/train" (ConPAct-S, ConPAct-R, No Sup., No Replay;
+             the baseline last, token-matched to ConPAct-R), train/<m>/
+  eval/<m>   each trained pair on the evaluation split (config.trained_conditions), eval/<m>/
+  report     summary.json / summary.md: stage times, data stats, the online tables (Tables 18/19
+             layout, paired differences vs Plan-Act and Assertion) and, per env and condition,
+             Tables 20-22 analogues (agents/conpact/study_tables.py); study.png
+"""
+import copy
+import json
+import os
+
+from agents.conpact import study_tables
+from agents.conpact.learned import report, rows as study_rows, train as role_train
+from agents.conpact.learned.stages import Stages
+from experiments import registry
+from lib import tokenizer as tokenizer_lib
+
+ROLES = ("planner", "actor")
+
+
+def _data(config, workdir) -> dict:
+  d = config.data
+  envs = ["sokoban"] + list(config.minigrid_tasks)
+  sets = study_rows.build(envs, d.sokoban, d.babyai, {"planner": d.noise, "actor": d.noise},
+                          {"planner": d.planner_seed, "actor": d.actor_seed})
+  out = {}
+  for name, rows in sets.items():
+    path = os.path.join(workdir, "data", f"{name}.jsonl")
+    study_rows.write_jsonl(rows, path)
+    out[name] = {"path": path, **study_rows.stats(rows)}
+  return out
+
+
+def _tokenizer(config, workdir, data) -> str | None:
+  if config.model.checkpoint:
+    return None
+  rows = study_rows.read_jsonl(data["planner"]["path"]) + study_rows.read_jsonl(data["actor"]["path"])
+  path = os.path.join(workdir, "tokenizer")
+  tokenizer_lib.train_tokenizer(study_rows.corpus(rows), config.model.vocab_size, path)
+  return path
+
+
+def _base(config, workdir, data, tok_dir, role) -> dict:
+  tok = tokenizer_lib.load_tokenizer(tok_dir) if tok_dir else None
+  rows = study_rows.read_jsonl(data[role]["path"])
+  return role_train.train_role(rows, tok, config.model, config.base.train,
+                               os.path.join(workdir, "base", role),
+                               seed=config.base[f"{role}_seed"], tag=f"base_{role}",
+                               start_fresh=config.start_fresh)
+
+
+def _eval_config(config, exports: dict, **changes):
+  c = copy.deepcopy(config.online)
+  c.backend.model.checkpoint = exports["planner"]
+  c.actor_backend.model.checkpoint = exports["actor"]
+  for k, v in changes.items():
+    setattr(c, k, v)
+  return c
+
+
+def _evaluate(c, workdir) -> dict:
+  registry.get("conpact/eval")(c, workdir)
+  return {"workdir": workdir}
+
+
+def _source(config, workdir, exports) -> dict:
+  s = config.source
+  conds = [x for x in config.online.conditions if x["name"] in s.conditions]
+  c = _eval_config(config, exports, split="source", instances=s.sokoban,
+                   minigrid_per_task=s.mg_per_task, rollouts=s.rollouts, conditions=conds)
+  return _evaluate(c, os.path.join(workdir, "source"))
+
+
+def _train(config, workdir, name, recipe, curate, exports, data, source_dir, match) -> dict:
+  t = copy.deepcopy(config.train)
+  t.recipe = recipe
+  t.source = source_dir
+  t.roles = dict(exports)
+  t.curate.update(dict(curate))
+  t.baseline.rows = data["baseline"]["path"]
+  t.baseline.match = match or ""
+  t.start_fresh = config.start_fresh
+  out = os.path.join(workdir, "train", name)
+  registry.get("conpact/train")(t, out)
+  return {"workdir": out, **{r: os.path.join(out, r, "export") for r in ROLES}}
+
+
+def _results(workdir) -> list[dict]:
+  with open(os.path.join(workdir, "results.jsonl"), encoding="utf-8") as f:
+    return [json.loads(line) for line in f if line.strip()]
+
+
+def run(config, workdir):
+  stages = Stages(workdir)
+  data = stages.run("data", lambda: _data(config, workdir))
+  tok_dir = stages.run("tokenizer", lambda: _tokenizer(config, workdir, data))
+  base = {r: stages.run(f"base_{r}", lambda r=r: _base(config, workdir, data, tok_dir, r))
+          for r in ROLES}
+  exports = {r: base[r]["export"] for r in ROLES}
+  online_dir = os.path.join(workdir, "online")
+  stages.run("online", lambda: _evaluate(_eval_config(config, exports), online_dir))
+  source_dir = stages.run("source", lambda: _source(config, workdir, exports))["workdir"]
+  trained, match = {}, None
+  for rec in config.recipes:   # the baseline comes last: it is matched to ConPAct-R's tokens
+    if rec.recipe == "baseline":
+      match = trained.get("conpact_r", {}).get("workdir")
+    trained[rec.name] = stages.run(
+        f"train/{rec.name}", lambda rec=rec, match=match: _train(
+            config, workdir, rec.name, rec.recipe, rec.curate, exports, data, source_dir, match))
+  evals = {}
+  for name, t in trained.items():
+    c = _eval_config(config, {r: t[r] for r in ROLES},
+                     conditions=[x for x in config.online.conditions
+                                 if x["name"] in config.trained_conditions])
+    evals[name] = stages.run(f"eval/{name}",
+                             lambda c=c, name=name: _evaluate(c, os.path.join(workdir, "eval", name)))
+  tables = _study_tables(config, {n: e["workdir"] for n, e in evals.items()}, trained)
+  return report.write(config, workdir, stages, data, base, online_dir, tables)
+
+
+def _study_tables(config, eval_dirs: dict, trained: dict) -> list[dict]:
+  """Per env and trained condition: study_tables' Tables 20-22 (base pair included as `base`)."""
+  rows = {name: _results(d) for name, d in eval_dirs.items()}
+  curate_of = {}
+  for name, t in trained.items():
+    with open(os.path.join(t["workdir"], "data_stats.json"), encoding="utf-8") as f:
+      curate_of[name] = json.load(f).get("curate")
+  out = []
+  for env in config.envs:
+    for cond in config.trained_conditions:
+      by_model = {name: [r for r in rs if r["env"] == env and r["condition"] == cond]
+                  for name, rs in rows.items()}
+      tabs = study_tables.study_tables(by_model, k=config.online.rollouts, baseline="baseline",
+                                       curate_of=curate_of,
+                                       extra_pairs=[("conpact_r", "conpact_s")],
+                                       n_resamples=config.online.n_resamples, seed=config.seed)
+      out.append({"env": env, "condition": cond, **tabs})
+  return out

@@ -33,6 +33,7 @@ EXPERIMENTS: dict[str, str] = {
     "wm/train": "experiments.wm.train",
     "wm/demo": "experiments.wm.demo",
     "wm/study": "experiments.wm.study",
+    "device_smoke": "experiments.device_smoke",
 }
 
 

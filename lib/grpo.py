@@ -79,7 +79,7 @@ def response_logprobs(apply_fn: ApplyFn, params: Any, input_ids: jax.Array,
 
 
 def make_grpo_step(apply_fn: ApplyFn, tx: optax.GradientTransformation, cfg: GRPOConfig,
-                   accum_steps: int = 1):
+                   accum_steps: int = 1, param_sharding: Any = None):
   """step(state, minibatch) -> (state, metrics); minibatch rows [R, ...] with keys input_ids,
   attention_mask [R, P+N], response_mask, old_logp, ref_logp [R, N], advantages [R]. Micro-batch
   losses are averaged (weight 1 each, as verl does).
@@ -89,6 +89,9 @@ def make_grpo_step(apply_fn: ApplyFn, tx: optax.GradientTransformation, cfg: GRP
     tx: the optimizer.
     cfg: GRPOConfig; temperature and the `rl.grpo_loss` knobs are read from it.
     accum_steps: micro-batches per step; R must be divisible by it.
+    param_sharding: the params' sharding pytree on a mesh (FSDP), or None: micro-batches are
+      then split over the batch devices and gradients kept in the params' shards
+      (`optim.accumulate_grads`).
   Returns:
     step(state: TrainState, batch: dict) -> (TrainState, metrics), not jitted. Batch dtypes:
     int32 ids and masks, float32 log-probs and advantages. metrics: the `rl.grpo_loss` metrics
@@ -107,7 +110,7 @@ def make_grpo_step(apply_fn: ApplyFn, tx: optax.GradientTransformation, cfg: GRP
   def step(state: TrainState, batch: dict):
     micro = jax.tree.map(
         lambda x: x.reshape(accum_steps, x.shape[0] // accum_steps, *x.shape[1:]), batch)
-    loss, grads, metrics = optim.accumulate_grads(loss_fn, state.params, micro)
+    loss, grads, metrics = optim.accumulate_grads(loss_fn, state.params, micro, param_sharding)
     updates, opt_state = tx.update(grads, state.opt_state, state.params)
     params = optax.apply_updates(state.params, updates)
     metrics = {**metrics, "loss": loss, "grad_norm": optax.tree.norm(grads)}

@@ -202,12 +202,13 @@ def _device_memory(p: dict) -> int | None:
   return int(stats["bytes_limit"]) if stats and "bytes_limit" in stats else None
 
 
-def _step(trainer: str, apply_fn, tx, accum: int):
+def _step(trainer: str, apply_fn, tx, accum: int, params_sh):
+  """The trainer's step as the sharded trainers jit it (gradients pinned to the params' shards)."""
   if trainer == "sft":
-    return sft.make_sft_step(apply_fn, tx, accum_steps=accum)
+    return sft.make_sft_step(apply_fn, tx, accum_steps=accum, param_sharding=params_sh)
   if trainer == "grpo":
-    return grpo.make_grpo_step(apply_fn, tx, grpo.GRPOConfig(), accum_steps=accum)
-  return opsd.make_opsd_step(apply_fn, tx, opsd.OPSDConfig(), accum_steps=accum)
+    return grpo.make_grpo_step(apply_fn, tx, grpo.GRPOConfig(), accum, params_sh)
+  return opsd.make_opsd_step(apply_fn, tx, opsd.OPSDConfig(), accum, params_sh)
 
 
 def compute(config: Any, compile_step: bool | None = None) -> Plan:
@@ -266,7 +267,7 @@ def compute(config: Any, compile_step: bool | None = None) -> Plan:
   if do_compile:
     bsh = sharding.batch_sharding(mesh)
     batch = _batch(trainer, p, bsh)
-    step = _step(trainer, apply_fn, tx, p["rows"] // micro)
+    step = _step(trainer, apply_fn, tx, p["rows"] // micro, params_sh)
     state_in = jax.tree.map(lambda x, sh: _sds(x.shape, x.dtype, sh), state, state_sh)
     if trainer == "opsd":
       teacher = jax.tree.map(lambda x, sh: _sds(x.shape, x.dtype, sh), params, params_sh)

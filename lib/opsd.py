@@ -65,7 +65,7 @@ def response_logits(apply_fn: ApplyFn, params, ids, mask, n_response: int) -> ja
 
 
 def make_opsd_step(apply_fn: ApplyFn, tx: optax.GradientTransformation, cfg: OPSDConfig,
-                   accum_steps: int = 1):
+                   accum_steps: int = 1, param_sharding: Any = None):
   """step(state, teacher_params, batch) -> (state, metrics). batch rows [R, ...]: student_ids,
   student_mask [R, Ps+N]; teacher_ids, teacher_mask [R, Pt+N]; tokens, loss_mask, old_logp [R, N].
   The JSD is a token mean over each micro-batch's loss_mask tokens, weighted by tokens across
@@ -80,6 +80,8 @@ def make_opsd_step(apply_fn: ApplyFn, tx: optax.GradientTransformation, cfg: OPS
     tx: the optimizer.
     cfg: OPSDConfig; alpha, temperature and is_clip are read from it.
     accum_steps: micro-batches per step; R must be divisible by it.
+    param_sharding: the params' sharding pytree on a mesh (FSDP), or None (see
+      `optim.accumulate_grads`).
   Returns:
     step(state: TrainState, teacher_params, batch: dict) -> (TrainState, metrics), not jitted.
     Batch dtypes: int32 ids, masks and tokens, float32 old_logp. metrics (scalars): jsd and
@@ -104,7 +106,7 @@ def make_opsd_step(apply_fn: ApplyFn, tx: optax.GradientTransformation, cfg: OPS
     micro = jax.tree.map(
         lambda x: x.reshape(accum_steps, x.shape[0] // accum_steps, *x.shape[1:]), batch)
     loss, grads, metrics = optim.accumulate_grads(
-        lambda p, mb: loss_fn(p, mb, teacher_params), state.params, micro)
+        lambda p, mb: loss_fn(p, mb, teacher_params), state.params, micro, param_sharding)
     updates, opt_state = tx.update(grads, state.opt_state, state.params)
     params = optax.apply_updates(state.params, updates)
     target_tokens = metrics.pop("weight")

@@ -13,6 +13,8 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from lib import sharding
+
 SCHEDULES = ("cosine", "constant", "linear")
 
 
@@ -98,7 +100,8 @@ def from_config(c: Any, total_steps: int) -> optax.GradientTransformation:
                clip_norm=c.clip_norm)
 
 
-def accumulate_grads(loss_fn: Callable, params: Any, microbatches: Any) -> tuple[Any, Any, Any]:
+def accumulate_grads(loss_fn: Callable, params: Any, microbatches: Any,
+                     grad_sharding: Any = None) -> tuple[Any, Any, Any]:
   """Sums `loss_fn` and its gradient over the leading axis of `microbatches` with `lax.scan`,
   then divides by the summed weight.
 
@@ -108,15 +111,24 @@ def accumulate_grads(loss_fn: Callable, params: Any, microbatches: Any) -> tuple
       micro-batches; for a per-micro-batch mean return weight 1 (plain averaging).
     params: differentiated pytree.
     microbatches: pytree whose leaves have a leading micro-batch axis of size k.
+    grad_sharding: the params' sharding pytree on a mesh (FSDP), or None. Given, every
+      micro-batch is split over the batch devices (`lib.sharding.spread_micro`) and each
+      micro-batch's gradient and the running sum are kept in the params' shards
+      (reduce-scatter), instead of a full-size gradient per device.
   Returns:
     (loss, grads, metrics): loss and grads divided by the total weight; metrics averaged over the
     micro-batches (weight-weighted), plus "weight" (the total).
   """
   grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
+  pin = lambda g: g if grad_sharding is None else jax.lax.with_sharding_constraint(
+      g, grad_sharding)
+  if grad_sharding is not None:
+    microbatches = sharding.spread_micro(microbatches, grad_sharding)
 
   def body(carry, mb):
     loss_acc, grad_acc, w_acc, met_acc = carry
     (loss, (w, met)), g = grad_fn(params, mb)
+    g = pin(g)
     grad_acc = jax.tree.map(jnp.add, grad_acc, g)
     met_acc = jax.tree.map(lambda a, m: a + w * m, met_acc, met)
     return (loss_acc + loss, grad_acc, w_acc + w, met_acc), None
@@ -124,7 +136,7 @@ def accumulate_grads(loss_fn: Callable, params: Any, microbatches: Any) -> tuple
   first = jax.tree.map(lambda x: x[0], microbatches)
   _, (_, met_shape) = jax.eval_shape(loss_fn, params, first)
   zeros = lambda t: jax.tree.map(lambda s: jnp.zeros(s.shape, jnp.float32), t)
-  init = (jnp.zeros((), jnp.float32), jax.tree.map(jnp.zeros_like, params),
+  init = (jnp.zeros((), jnp.float32), pin(jax.tree.map(jnp.zeros_like, params)),
           jnp.zeros((), jnp.float32), zeros(met_shape))
   (loss, grads, weight, met), _ = jax.lax.scan(body, init, microbatches)
   denom = jnp.maximum(weight, 1e-12)

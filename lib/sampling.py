@@ -15,7 +15,6 @@ stop string is cut right before it (the string itself is dropped from `text`, as
 tokens and logprobs are cut after the token that completed the string.
 """
 import dataclasses
-import functools
 from typing import Callable, NamedTuple, Sequence
 
 import jax
@@ -24,6 +23,7 @@ import numpy as np
 from flax import nnx
 
 from lib.models import sharding as sharding_lib
+from lib.token_choice import chosen_logprob, sample_logits
 
 
 class SampleOutput(NamedTuple):
@@ -82,40 +82,6 @@ def left_pad(token_lists: Sequence[Sequence[int]], pad_id: int = 0, length: int 
   return ids, mask
 
 
-def sample_logits(logits, key, temperature, top_p, top_k: int = 0):
-  """One token per row: ids [B] int32 from logits [B,V] (filtering happens after temperature).
-
-  Args:
-    logits: [B,V]. key: one PRNG key, or [B] keys (one per row). temperature: <= 0 is greedy.
-    top_p: keep the fewest most likely tokens whose mass reaches top_p (the top one stays).
-    top_k: static int, keep the k largest logits (0 = off).
-  """
-  logits = logits.astype(jnp.float32)
-  # A real branch: greedy decoding skips the sort and the random draw over the whole vocabulary.
-  sample = functools.partial(_sample_filtered, top_k=top_k)
-  greedy = lambda logits, *_: jnp.argmax(logits, axis=-1).astype(jnp.int32)
-  return jax.lax.cond(temperature > 0, sample, greedy, logits, key, temperature, top_p)
-
-
-def _sample_filtered(logits, key, temperature, top_p, *, top_k):
-  scaled = logits / temperature
-  if top_k > 0:
-    kth = jax.lax.top_k(scaled, top_k)[0][..., -1:]
-    scaled = jnp.where(scaled < kth, -jnp.inf, scaled)
-
-  def nucleus(x):
-    desc = -jnp.sort(-x, axis=-1)
-    probs = jax.nn.softmax(desc, axis=-1)
-    keep = (jnp.cumsum(probs, axis=-1) - probs) < top_p  # mass strictly before this token
-    threshold = jnp.min(jnp.where(keep, desc, jnp.inf), axis=-1, keepdims=True)
-    return jnp.where(x < threshold, -jnp.inf, x)
-
-  scaled = jax.lax.cond(top_p < 1.0, nucleus, lambda x: x, scaled)
-  if key.ndim:  # one key per row: a row's draw does not depend on the rest of its batch
-    return jax.vmap(jax.random.categorical)(key, scaled).astype(jnp.int32)
-  return jax.random.categorical(key, scaled, axis=-1).astype(jnp.int32)
-
-
 def _prefill(model, cache, prompt_ids, prompt_mask):
   """Runs the prompt through the model -> (logits [B,V] at the last prompt position, cache)."""
   if hasattr(model, "extend_hidden"):  # project only the last prompt position onto the vocabulary
@@ -147,15 +113,15 @@ def _decode_until(model, carry: _Decode, key, temperature, top_p, stop_step, *, 
     step_key = (jax.vmap(jax.random.fold_in, (0, None))(key, c.step) if key.ndim
                 else jax.random.fold_in(key, c.step))
     token = sample_logits(c.logits, step_key, temperature, top_p, top_k)
-    all_logp = jax.nn.log_softmax(c.logits.astype(jnp.float32), axis=-1)
-    logp = jnp.take_along_axis(all_logp, token[:, None], axis=-1)[:, 0]
+    # The [B,V] log-probs are materialised only when top_logprobs asks for them.
+    logp, shifted, lse = chosen_logprob(c.logits.astype(jnp.float32), token)
     token = jnp.where(c.done, pad_id, token)
     tokens = jax.lax.dynamic_update_slice(c.tokens, token[:, None], (0, c.step))
     logprobs = jax.lax.dynamic_update_slice(c.logprobs, jnp.where(c.done, 0.0, logp)[:, None],
                                             (0, c.step))
     top_ids, top_logprobs = c.top_ids, c.top_logprobs
     if top_ids.shape[-1]:
-      vals, idx = jax.lax.top_k(all_logp, top_ids.shape[-1])
+      vals, idx = jax.lax.top_k(shifted - lse, top_ids.shape[-1])
       top_ids = jax.lax.dynamic_update_slice(top_ids, idx[:, None].astype(jnp.int32),
                                              (0, c.step, 0))
       top_logprobs = jax.lax.dynamic_update_slice(top_logprobs, vals[:, None], (0, c.step, 0))

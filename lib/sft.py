@@ -90,7 +90,7 @@ def make_sft_step(apply_fn: ApplyFn, tx: optax.GradientTransformation, accum_ste
 
   def step(state: TrainState, batch: dict):
     micro = _split_micro(batch, accum_steps)
-    loss, grads, met = optim.accumulate_grads(loss_fn, state.params, micro)
+    loss, grads, met = optim.accumulate_grads(loss_fn, state.params, micro, param_sharding)
     if param_sharding is not None:
       grads = jax.lax.with_sharding_constraint(grads, param_sharding)
     updates, opt_state = tx.update(grads, state.opt_state, state.params)

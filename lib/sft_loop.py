@@ -48,9 +48,11 @@ class SFTRun:
 
 
 def _jit_step(apply_fn, tx, accum_steps, target_window, mesh, state_sharding):
-  step_fn = sft.make_sft_step(apply_fn, tx, accum_steps=accum_steps, target_window=target_window)
   if mesh is None:
-    return jax.jit(step_fn, donate_argnums=0)
+    return jax.jit(sft.make_sft_step(apply_fn, tx, accum_steps=accum_steps,
+                                     target_window=target_window), donate_argnums=0)
+  step_fn = sft.make_sft_step(apply_fn, tx, accum_steps=accum_steps, target_window=target_window,
+                              param_sharding=state_sharding.params)   # FSDP-sharded gradients
   return sharding.jit_step(step_fn, mesh, state_sharding)
 
 

@@ -164,3 +164,19 @@ def jit_teacher_step(step: Callable, mesh: Mesh, state_sharding: Any, teacher_sh
   return jax.jit(step, in_shardings=(state_sharding, teacher_sharding, batch_sharding(mesh)),
                  out_shardings=(state_sharding, replicated(mesh)),
                  donate_argnums=(0,) if donate else ())
+
+
+def spread_micro(microbatches: Any, param_sharding: Any) -> Any:
+  """Constrains [accum, rows, ...] micro-batches so every micro-batch's rows are split over the
+  "data" x "fsdp" devices (axis 1), not whole micro-batches over devices (what a reshape of a
+  row-sharded batch gives): each device then runs 1/n of every micro-batch.
+
+  Args:
+    microbatches: pytree of [accum, rows, ...] arrays (inside jit).
+    param_sharding: the params' NamedSharding pytree (its mesh is used).
+  Returns:
+    The same pytree under a sharding constraint.
+  """
+  mesh = jax.tree.leaves(param_sharding)[0].mesh
+  spec = NamedSharding(mesh, P(None, BATCH_AXES))
+  return jax.tree.map(lambda x: jax.lax.with_sharding_constraint(x, spec), microbatches)

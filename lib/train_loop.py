@@ -105,9 +105,9 @@ def rl_step_fn(kind: str, apply_fn, tx, cfg, rows: int, mesh, state_sh, frozen_s
     raise ValueError(f"{kind} micro-batch of {micro} rows (minibatch {minibatch}) does not split "
                      f"over data x fsdp = {n} devices")
   if kind == "grpo":
-    step = grpo.make_grpo_step(apply_fn, tx, cfg, minibatch // micro)
+    step = grpo.make_grpo_step(apply_fn, tx, cfg, minibatch // micro, state_sh.params)
     return sharding.jit_step(step, mesh, state_sh)
-  step = opsd.make_opsd_step(apply_fn, tx, cfg, minibatch // micro)
+  step = opsd.make_opsd_step(apply_fn, tx, cfg, minibatch // micro, state_sh.params)
   return sharding.jit_teacher_step(step, mesh, state_sh, frozen_sh)
 
 

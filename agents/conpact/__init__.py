@@ -18,5 +18,8 @@
                  pass^k, cost metrics, cluster-bootstrap CIs (None, never NaN, without inputs)
   attribution.py failure attribution (Fig. 1b), sub-goal adherence (Fig. 2b), CC/CW (Table 23)
   figure.py      the demo figure: success with CIs, initial vs residual D per condition
-  curate.py      ConPAct-R/S SFT rows from logged trajectories
+  curate.py      ConPAct-S/R SFT rows from logged trajectories (the consistency rule, Table 20
+                 switches, target-token budgets); recipes.py the S/R target rules (Table 8);
+                 optimality.py the non-optimal-action judge ConPAct-R uses
+  study_tables.py  Tables 20-22 analogues for trained models, with paired tests
 """

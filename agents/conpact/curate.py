@@ -117,11 +117,13 @@ def curate_row(row: dict, schema: schemas.Schema, action_names, cfg: CurateConfi
       if why:
         excluded[(role, why)] += 1
       else:
-        out.append(_example(calls[i], role, "consistent" if state == "consistent" else "unfiltered"))
+        source = "consistent" if state == "consistent" else "unfiltered"
+        out.append(_example(calls[i], role, source))
     d = check.get("discussion") if check else None
     if not d:
       continue
-    final = {d["rounds"][-1].get(k) for k in ("planner_call", "actor_call")} if d["repaired"] else set()
+    last = d["rounds"][-1] if d["repaired"] and d["rounds"] else {}
+    final = {last.get(k) for k in ("planner_call", "actor_call")} - {None}
     for i in seg:
       tag = calls[i]["tag"]
       if tag in ("planner", "actor"):

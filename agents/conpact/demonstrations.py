@@ -19,6 +19,15 @@ expert's for the believed state (Sokoban: first BFS move / next moves of the bel
 BabyAI: the scripted greedy approach to the believed target, since the bot cannot run on a belief).
 The trajectory itself follows the expert, so every episode still solves its level.
 
+Discussion rows (`discuss` > 0: with that probability per row, own seeded stream): the row's reply
+is followed by ConPAct-I's conflict turn (`prompts.discussion_user` listing the contradicted
+fields, exactly as agents/conpact/conpact_i.py asks) against a teammate who holds the truth when
+the row's belief is wrong, or a misperceived belief when it is right; the target is a fresh look --
+a new misperception draw at the same rate `noise` -- so a wrong belief is usually corrected and a
+right one usually kept, but a second look can misperceive too (the base roles learn the discussion
+format, not an oracle). ReAct rows (`actor_rows(..., react=True)`): the single-role prompt of
+agents/conpact/react.py (no sub-goal, no assertion), the believed state's action.
+
 Each row: {"messages": [system, user], "target": reply, "meta": {env, instance, t, role, noisy,
 wrong, truth, belief}}; `messages` + `target` is the format `agents.conpact.curate.sft_batch` consumes.
 """
@@ -26,7 +35,7 @@ import functools
 
 import numpy as np
 
-from agents.conpact import prompts, schemas, scripted, textenv
+from agents.conpact import compare, parse, prompts, schemas, scripted, textenv
 from envs import splits
 from envs.minigrid import splits as minigrid_splits
 from envs.minigrid import text as minigrid_text
@@ -193,7 +202,37 @@ def _meta(env_id, index, t, role, noisy, facts, assertion) -> dict:
           "wrong": assertion != truth, "truth": truth, "belief": assertion}
 
 
-def planner_rows(env_id: str, instances, noise: float, seed: int) -> list[dict]:
+def _discussion(env_id, frames, facts, t, role, row, reply, noise, rngs) -> dict | None:
+  """A discussion row after `row` (module docstring), or None when no conflict arises.
+
+  The teammate's claim: the truth when the row's belief is wrong, else a misperceived belief
+  (no conflict -> no row). The reply is a fresh look: a new misperception draw at rate `noise`,
+  with the sub-goal or action that belief implies (`reply(board, assertion, noisy)`)."""
+  draw, rng = rngs
+  schema = schemas.get(schema_name(env_id))
+  mine = row["meta"]["belief"]
+  other = row["meta"]["truth"] if row["meta"]["wrong"] else \
+      believe(env_id, frames, facts, t, True, rng)[1]
+  parsed = lambda a: parse.parse_assertion(f"<state>{_state_text(a)}</state>", schema).values
+  mine_p, other_p = parsed(mine), parsed(other)
+  pair = (mine_p, other_p) if role == "planner" else (other_p, mine_p)
+  conflicts = compare.contradictions(*pair, schema)
+  if not conflicts:
+    return None
+  noisy = _noisy(noise, draw)
+  board, assertion = believe(env_id, frames, facts, t, noisy, rng)
+  messages = row["messages"] + [
+      {"role": "assistant", "content": row["target"]},
+      {"role": "user", "content": prompts.discussion_user(compare.describe_conflicts(conflicts),
+                                                          role)}]
+  meta = {**_meta(env_id, row["meta"]["instance"], t, role, noisy, facts, assertion),
+          "discussion": True, "teammate": other}
+  return {"messages": messages, "target": reply(board, assertion, noisy, "check the observation again"),
+          "meta": meta}
+
+
+def planner_rows(env_id: str, instances, noise: float, seed: int, discuss: float = 0.0
+                 ) -> list[dict]:
   """Planner SFT rows: one per sub-goal start of each expert episode.
 
   Args:
@@ -201,6 +240,7 @@ def planner_rows(env_id: str, instances, noise: float, seed: int) -> list[dict]:
     instances: source instance indices (an int n means range(n)).
     noise: probability that a row's demonstrator misperceives.
     seed: seed of the planner's noise stream.
+    discuss: probability that a row is followed by a discussion row (module docstring).
 
   Returns:
     rows {"messages", "target", "meta"} (module docstring).
@@ -208,26 +248,34 @@ def planner_rows(env_id: str, instances, noise: float, seed: int) -> list[dict]:
   task, schema = _task(env_id), schemas.get(schema_name(env_id))
   system = prompts.planner_system(task, schema, True)
   (draw, rng), rows = _streams(seed, 0), []
+  talk = _streams(seed, 2)
   for index in _indices(instances):
     frames, facts, actions, _ = expert_episode(env_id, index)
     starts, prev = [], None
     for t in range(0, len(actions), SUBGOAL_STEPS):
+      def reply(board, assertion, noisy, think="plan the next moves"):
+        subgoal = _subgoal(env_id, board, actions, t, noisy, rng)
+        return (f"<think>{think}</think><state>{_state_text(assertion)}</state>"
+                f"<subgoal>{subgoal}</subgoal>")
       noisy = _noisy(noise, draw)
       board, assertion = believe(env_id, frames, facts, t, noisy, rng)
       shown = [frames[i] for i in starts[-PLANNER_STARTS:]] + [frames[t]]
       user = prompts.planner_user(shown, prev, None if prev is None else "done", [])
-      subgoal = _subgoal(env_id, board, actions, t, noisy, rng)
-      target = (f"<think>plan the next moves</think><state>{_state_text(assertion)}</state>"
-                f"<subgoal>{subgoal}</subgoal>")
-      rows.append({"messages": [{"role": "system", "content": system},
-                                {"role": "user", "content": user}], "target": target,
-                   "meta": _meta(env_id, index, t, "planner", noisy, facts, assertion)})
+      target = reply(board, assertion, noisy)
+      row = {"messages": [{"role": "system", "content": system},
+                          {"role": "user", "content": user}], "target": target,
+             "meta": _meta(env_id, index, t, "planner", noisy, facts, assertion)}
+      rows.append(row)
+      if discuss and talk[0].random() < discuss:
+        extra = _discussion(env_id, frames, facts, t, "planner", row, reply, noise, talk)
+        rows += [extra] if extra else []
       starts.append(t)
-      prev = subgoal
+      prev = parse.extract_tag(target, "subgoal")
   return rows
 
 
-def actor_rows(env_id: str, instances, noise: float, seed: int) -> list[dict]:
+def actor_rows(env_id: str, instances, noise: float, seed: int, discuss: float = 0.0,
+               react: bool = False) -> list[dict]:
   """Actor SFT rows: one per expert action, with the 3-frame window and the active sub-goal.
 
   Args:
@@ -235,13 +283,18 @@ def actor_rows(env_id: str, instances, noise: float, seed: int) -> list[dict]:
     instances: source instance indices (an int n means range(n)).
     noise: probability that a row's demonstrator misperceives.
     seed: seed of the actor's noise stream (independent of the planner's).
+    discuss: probability that a row is followed by a discussion row (module docstring).
+    react: ReAct format instead (agents/conpact/react.py: no planner, no sub-goal, no assertion,
+      no status; the action is still the believed state's) -- own noise stream.
 
   Returns:
     rows {"messages", "target", "meta"}; meta["action"] is the demonstrated action.
   """
   task, schema = _task(env_id), schemas.get(schema_name(env_id))
-  system = prompts.actor_system(task, schema, True, with_planner=True)
-  (draw, rng), rows = _streams(seed, 1), []
+  system = (prompts.actor_system(task, schema, False, with_planner=False) if react else
+            prompts.actor_system(task, schema, True, with_planner=True))
+  (draw, rng), rows = _streams(seed, 3 if react else 1), []
+  talk = _streams(seed, 4)
   for index in _indices(instances):
     frames, facts, actions, _ = expert_episode(env_id, index)
     subgoal = None
@@ -249,17 +302,28 @@ def actor_rows(env_id: str, instances, noise: float, seed: int) -> list[dict]:
       if t % SUBGOAL_STEPS == 0:
         subgoal = _subgoal(env_id, believe(env_id, frames, facts, t, False, rng)[0], actions, t,
                            False, rng)
+      last = t % SUBGOAL_STEPS == SUBGOAL_STEPS - 1 or t == len(actions) - 1
+
+      def reply(board, assertion, noisy, think="next step toward the sub-goal"):
+        action = _decide(env_id, board, expert, noisy, rng)
+        if react:
+          return f"<think>next step toward the goal</think><action>{action}</action>"
+        return (f"<think>{think}</think><state>{_state_text(assertion)}</state><action>{action}"
+                f"</action><status>{'done' if last else 'ongoing'}</status>")
       noisy = _noisy(noise, draw)
       board, assertion = believe(env_id, frames, facts, t, noisy, rng)
-      action = _decide(env_id, board, expert, noisy, rng)
-      last = t % SUBGOAL_STEPS == SUBGOAL_STEPS - 1 or t == len(actions) - 1
-      user = prompts.actor_user(list(frames[max(0, t - ACTOR_WINDOW + 1):t + 1]), subgoal, [])
-      target = (f"<think>next step toward the sub-goal</think><state>{_state_text(assertion)}"
-                f"</state><action>{action}</action><status>{'done' if last else 'ongoing'}</status>")
+      window = list(frames[max(0, t - ACTOR_WINDOW + 1):t + 1])
+      user = prompts.actor_user(window, None if react else subgoal, [])
+      target = reply(board, assertion, noisy)
       meta = _meta(env_id, index, t, "actor", noisy, facts, assertion)
-      rows.append({"messages": [{"role": "system", "content": system},
-                                {"role": "user", "content": user}], "target": target,
-                   "meta": {**meta, "action": action, "expert_action": expert}})
+      row = {"messages": [{"role": "system", "content": system},
+                          {"role": "user", "content": user}], "target": target,
+             "meta": {**meta, "action": parse.parse_action(target, task.action_names),
+                      "expert_action": expert, "react": react}}
+      rows.append(row)
+      if discuss and not react and talk[0].random() < discuss:
+        extra = _discussion(env_id, frames, facts, t, "actor", row, reply, noise, talk)
+        rows += [extra] if extra else []
   return rows
 
 

@@ -41,17 +41,20 @@ from agents.conpact import attribution, metrics
 from lib import stats
 from lib.results import markdown_table
 
+
 def model_metrics(rows: Sequence[dict], k: int, n_resamples: int = 2000, seed: int = 0) -> dict:
-  """metrics.summarize + attribution CC/CW of one model's rows; {} when there are none, and the
-  @k metrics None when an instance has fewer than k rollouts."""
+  """One model's performance, mismatch and correctness (metrics.py) and CC/CW (attribution.py);
+  {} when it has no rows, and the @k metrics None when an instance has fewer than k rollouts."""
   rows = list(rows)
   if not rows:
     return {}
   try:
     perf = metrics.performance(rows, k)
   except ValueError:  # fewer than k rollouts somewhere: no @k metrics rather than wrong ones
-    perf = {f"avg@{k}": None, f"pass@{k}": None, f"pass^{k}": None,
-            **{m: metrics.performance(rows, 1)[m] for m in ("success", "return", "steps")}}
+    perf = {**metrics.performance(rows, 1), f"avg@{k}": None, f"pass@{k}": None,
+            f"pass^{k}": None}
+    for key in ("avg@1", "pass@1", "pass^1"):
+      perf.pop(key)
   return {"episodes": len(rows), "instances": len({r["instance"] for r in rows}), **perf,
           **metrics.mismatch(rows), **metrics.correctness(rows),
           **attribution.consistency_correctness(rows),

@@ -24,9 +24,14 @@ from lib.model_setup import model_block
 # a priori at the scripted demo's perception noise (configs/conpact/scripted.py), never tuned on
 # the evaluation split.
 NOISE = 0.3
+# Share of demonstration rows followed by a discussion row, fixed a priori (not tuned): the base
+# roles learn ConPAct-I's discussion format, as a base LLM follows it zero-shot.
+DISCUSS = 0.25
 ONLINE = ("react", "self_refine", "resample", "plan_act", "assertion", "conpact_no_trigger",
           "conpact_no_feedback", "conpact_actor_only", "conpact_i")
-TRAINED = ("plan_act", "assertion", "conpact_i")  # conditions of every trained pair (Tables 20-22)
+# Conditions of every trained pair (Tables 20-22): Assertion gives initial D and correctness before
+# any discussion, ConPAct-I the discussion, repair and residual D.
+TRAINED = ("assertion", "conpact_i")
 # (name, conpact/train recipe, curate switches) -- paper Table 20 data ablations + the baseline
 RECIPES = (
     ("conpact_s", "conpact_s", {}),
@@ -43,8 +48,8 @@ def _conditions(names, settings: dict) -> list[dict]:
 
 
 def get_config(arg=None):
-  arg = common.parse_arg(arg, debug=False, checkpoint="", rollouts=2, sokoban=200, mg_per_task=5,
-                         budget=30, steps=1500)
+  arg = common.parse_arg(arg, debug=False, checkpoint="", rollouts=2, sokoban=50, mg_per_task=3,
+                         budget=24, steps=400, train_steps=150)
   d = arg.debug
   c = ml_collections.ConfigDict()
   c.experiment = "conpact/study"
@@ -55,17 +60,21 @@ def get_config(arg=None):
   c.minigrid_tasks = (["BabyAI-GoToRedBall-v0"] if d else list(demonstrations.BABYAI_TASKS))
 
   # 1. supervision rows (source split); noise fixed above, separate streams per role
-  c.data = dict(sokoban=6 if d else 100, babyai=4 if d else 40, noise=NOISE,
-                planner_seed=101, actor_seed=202)
+  # discuss: share of rows followed by a discussion row (conflict turn, then a fresh look at the
+  # same noise rate); react: ReAct-format actor rows too (the ReAct baseline runs the actor)
+  c.data = dict(sokoban=6 if d else 60, babyai=4 if d else 20, noise=NOISE, discuss=DISCUSS,
+                react=True, planner_seed=101, actor_seed=202)
   # 2.-3. tokenizer and the two base models: a tiny Qwen3 from scratch (BPE trained on the rows),
   # or `checkpoint` (a local HF dir with its tokenizer) for both roles, paper scale
-  c.tokenizer = dict(vocab_size=1024)
-  c.model = model_block(checkpoint=arg.checkpoint, preset="qwen3-tiny", vocab_size=1024, overrides=dict(
-      hidden_size=128, intermediate_size=384, num_layers=2, num_heads=4, num_kv_heads=2,
-      head_dim=32, tie_word_embeddings=True, max_position_embeddings=4096))
+  size = (dict(hidden_size=64, intermediate_size=128, head_dim=16) if d else
+          dict(hidden_size=128, intermediate_size=384, head_dim=32))
+  c.model = model_block(checkpoint=arg.checkpoint, preset="qwen3-tiny", vocab_size=2048,
+                        overrides=dict(num_layers=2, num_heads=4, num_kv_heads=2,
+                                       tie_word_embeddings=True, max_position_embeddings=4096,
+                                       **size))
   c.base = dict(planner_seed=1, actor_seed=2, train=dict(
-      steps=120 if d else arg.steps, batch=8 if d else 16, lr=3e-3, warmup_frac=0.03,
-      weight_decay=0.01, clip_norm=1.0, max_len=2048, log_every=20, ckpt_every=200))
+      steps=100 if d else arg.steps, batch=8 if d else 16, lr=3e-3, warmup_frac=0.03,
+      weight_decay=0.01, clip_norm=1.0, max_len=1024, log_every=20, ckpt_every=200))
 
   # 4./7. evaluation-split episodes (conpact/eval with a Flax backend per role)
   reply = dict(actor_max_tokens=96, planner_max_tokens=96, temperature=0.7)
@@ -82,20 +91,25 @@ def get_config(arg=None):
   ev.n_resamples = 200 if d else 2000
   ev.budget_cap = 8 if d else arg.budget     # A = C cap per episode (0: the paper's budgets)
   ev.label = c.label
+  # batches padded to >= min_batch rows: few compiled programs (compiles dominate small runs)
   ev.backend = factory.backend_config("flax", model=dict(checkpoint=""), max_batch=256,
-                                      min_batch=8)
+                                      min_batch=32)
   ev.actor_backend = factory.backend_config("flax", model=dict(checkpoint=""), max_batch=256,
-                                            min_batch=8)
+                                            min_batch=32)
   ev.scripted = dict(noise={}, abstain=0.0)
   ev.conditions = _conditions(ONLINE, reply)
   c.online = ev
   c.trained_conditions = list(TRAINED)
 
   # 5. source rollouts for curation: ConPAct-I + the ReAct reference on SOURCE instances
-  c.source = dict(sokoban=4 if d else 100, mg_per_task=2 if d else 10, rollouts=2,
+  c.source = dict(sokoban=4 if d else 40, mg_per_task=2 if d else 4, rollouts=2,
                   conditions=["react", "conpact_i"])
 
   # 6. ConPAct-S / R (+ data ablations) and the token-matched baseline via conpact/train
+  # continued SFT of each base role; at CPU scale capped at train_steps (paper: 3 reference epochs,
+  # data_stats.json records budget_met) with a from-scratch-sized learning rate (paper 1e-5 at 8B)
   c.train = train_config.get_config("debug=True" if d else None)
+  c.train.train.update(dict(batch=4 if d else 8, max_len=1024, lr=1e-3,
+                            max_steps=4 if d else arg.train_steps, log_every=10, ckpt_every=100))
   c.recipes = [dict(name=n, recipe=r, curate=cur) for n, r, cur in RECIPES]
   return c

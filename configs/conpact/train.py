@@ -36,11 +36,15 @@ import ml_collections
 from configs import common, paper_scale
 from lib.model_setup import model_block
 
+RECIPES = ("conpact_s", "conpact_r", "baseline")
+
 
 def get_config(arg=None):
   arg = common.parse_arg(arg, debug=False, recipe="conpact_r", source="", env="", planner="",
                          actor="", rows="", match="", sup=True, replay=True, filtering=True,
                          max_steps=0, scale="")
+  if arg.recipe not in RECIPES:
+    raise ValueError(f"recipe={arg.recipe!r}; valid: {', '.join(RECIPES)}")
   c = ml_collections.ConfigDict()
   c.experiment = "conpact/train"
   c.seed = 42  # paper Table 7 training seed

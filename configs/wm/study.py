@@ -24,7 +24,7 @@ VAL_SETTINGS = [(1, 2, 1), (2, 3, 2), (3, 4, 3)]
 def get_config(arg=None):
   arg = common.parse_arg(arg, debug=False, seeds=3, rooms=1, objects=2, quest=1,
                          train_games=100, unseen_games=64, val_games=24, samples=4, steps=60,
-                         sft_steps=600, eval_steps=8, games_dir="runs/wm_games",
+                         sft_steps=400, eval_steps=8, games_dir="runs/wm_games",
                          validate_only=False)
   c = wm_demo_config.get_config(f"debug={arg.debug}")   # the demo's model, SFT and RL blocks
   c.experiment = "wm/study"
@@ -41,7 +41,11 @@ def get_config(arg=None):
   tw.games_dir = "" if arg.debug else arg.games_dir    # "" = <workdir>/data/textworld_games
   tw.processes = 2
   tw.train_settings = [list(s) for s in TRAIN_SETTINGS[:1 if arg.debug else None]]
-  tw.train_seeds = list(range(1, 5 if arg.debug else 1 + arg.train_games))
+  tw.train_seeds = list(range(1, 7 if arg.debug else 1 + arg.train_games))
+  if arg.debug:
+    # one noisy-expert episode per game: a second one of these 6 games gets stuck repeating
+    # "look" for 27 steps, and a pool dominated by one target has no MIS derangement
+    d.noisy_reps = 1
   # unseen evaluation games: their own seed range, at the chosen setting
   tw.world_size, tw.nb_objects, tw.quest_length = arg.rooms, arg.objects, arg.quest
   tw.eval_seeds = list(range(9001, 9001 + (4 if arg.debug else arg.unseen_games)))
@@ -55,7 +59,7 @@ def get_config(arg=None):
   # one warm start shared by every seed (BASE); 150 steps is the fewest that closes the tags
   c.sft.steps = 150 if arg.debug else arg.sft_steps
   c.sft.ckpt_every = 200
-  c.check.prompts = 4
+  c.check.prompts = 4 if arg.debug else 8
   c.train_template.train.steps = 2 if arg.debug else arg.steps
 
   e = c.eval
@@ -65,7 +69,9 @@ def get_config(arg=None):
   e.max_steps = 5 if arg.debug else arg.eval_steps
   e.samples = 2 if arg.debug else arg.samples
   e.ks = [k for k in (1, 2, 4, 8) if k <= e.samples]
-  e.max_live = 64                   # episodes in flight: one batched model call per turn
+  # episodes in flight (one batched model call per turn); each holds a child process with its
+  # Z-machine, so memory, not the model, sets the ceiling
+  e.max_live = 32
   e.n_resamples = 200 if arg.debug else 2000
   e.n_heldout = 8 if arg.debug else 48
   c.report = dict(n_resamples=200 if arg.debug else 2000, trace_samples=50 if arg.debug else 300)

@@ -4,8 +4,9 @@ Stages (each saved in <workdir>/stages.json with its result and skipped on rerun
 also resumes from its checkpoints):
   data       planner / actor / baseline rows from expert play on SOURCE instances
              (agents/conpact/learned/rows.py), data/<set>.jsonl
-  tokenizer  a byte-level BPE trained on the planner and actor rows (skipped with
-             model.checkpoint, which brings its own)
+  tokenizer  a byte-level BPE trained on the planner and actor rows
+             (agents/conpact/learned/tokenizer.py; skipped with model.checkpoint, which brings
+             its own)
   base_planner, base_actor  separate models (separate seeds, separately noised rows) through the
              one SFT loop (agents/conpact/learned/train.py), base/<role>/export
   online     every online condition on the EVALUATION split via registry "conpact/eval" (planner
@@ -24,6 +25,7 @@ import os
 
 from agents.conpact import study_tables
 from agents.conpact.learned import report, rows as study_rows, train as role_train
+from agents.conpact.learned.tokenizer import train_conpact_tokenizer
 from agents.conpact.learned.stages import Stages
 from experiments import registry
 from lib import tokenizer as tokenizer_lib
@@ -35,7 +37,8 @@ def _data(config, workdir) -> dict:
   d = config.data
   envs = ["sokoban"] + list(config.minigrid_tasks)
   sets = study_rows.build(envs, d.sokoban, d.babyai, {"planner": d.noise, "actor": d.noise},
-                          {"planner": d.planner_seed, "actor": d.actor_seed})
+                          {"planner": d.planner_seed, "actor": d.actor_seed},
+                          discuss=d.discuss, react=d.react)
   out = {}
   for name, rows in sets.items():
     path = os.path.join(workdir, "data", f"{name}.jsonl")
@@ -49,7 +52,7 @@ def _tokenizer(config, workdir, data) -> str | None:
     return None
   rows = study_rows.read_jsonl(data["planner"]["path"]) + study_rows.read_jsonl(data["actor"]["path"])
   path = os.path.join(workdir, "tokenizer")
-  tokenizer_lib.train_tokenizer(study_rows.corpus(rows), config.model.vocab_size, path)
+  train_conpact_tokenizer(study_rows.corpus(rows), config.model.vocab_size, path)
   return path
 
 
@@ -115,11 +118,13 @@ def run(config, workdir):
   source_dir = stages.run("source", lambda: _source(config, workdir, exports))["workdir"]
   trained, match = {}, None
   for rec in config.recipes:   # the baseline comes last: it is matched to ConPAct-R's tokens
-    if rec.recipe == "baseline":
+    name = rec["name"]
+    if rec["recipe"] == "baseline":
       match = trained.get("conpact_r", {}).get("workdir")
-    trained[rec.name] = stages.run(
-        f"train/{rec.name}", lambda rec=rec, match=match: _train(
-            config, workdir, rec.name, rec.recipe, rec.curate, exports, data, source_dir, match))
+    trained[name] = stages.run(
+        f"train/{name}", lambda rec=rec, match=match: _train(
+            config, workdir, rec["name"], rec["recipe"], rec["curate"], exports, data, source_dir,
+            match))
   evals = {}
   for name, t in trained.items():
     c = _eval_config(config, {r: t[r] for r in ROLES},

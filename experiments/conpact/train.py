@@ -12,7 +12,8 @@ Separate planner and actor: each role's model (`config.roles[role]`, an HF dir; 
 tiny random model of `config.model`) trains on its own role's targets only, through the one SFT
 loop (`lib.sft_loop`, resumable from <workdir>/<role>/ckpt), and is exported with its tokenizer to
 <workdir>/<role>/export (loadable by lib/llm/flax_backend via `model.checkpoint`); the examples
-it trained on, in order, go to <workdir>/<role>/rows.jsonl.
+it trained on go to <workdir>/<role>/rows.jsonl. Batches group the examples by length (padded to
+a power of two, `training_batches`), each example once, in a seeded order.
 
 Token budgets, in TARGET tokens per role (reply + EOS; `curate.target_tokens`), paper Table 7
 ("3 epochs of ReAct SFT; token-matched across methods"):
@@ -22,27 +23,29 @@ Token budgets, in TARGET tokens per role (reply + EOS; `curate.target_tokens`), 
       of the role (the three-epoch reference; a recipe's curated examples are cycled to it);
   otherwise: `reference_epochs` passes over the run's own examples.
 Examples are taken in shuffled passes until the next would exceed the budget (`match_budget`), so
-a matched run ends within one example of it; `train.max_steps` > 0 caps the steps (the cut is
-recorded as `budget_met: false`). data_stats.json holds, per role: curated rows, trained rows and
+a matched run ends within one example of it; `train.max_steps` > 0 caps the steps of an unmatched
+run (the cut is recorded as `budget_met: false`) -- a matched baseline ignores it, since its budget
+is the matched run's trained tokens (a capped recipe's, too). data_stats.json holds, per role: curated rows, trained rows and
 target tokens, the budget and its rule, rows by source and candidate replies excluded by reason.
 """
 import json
 import math
 import os
 
+import numpy as np
 from absl import logging
 from flax import nnx
 
 from agents.conpact import curate, recipes, schemas, textenv
 from lib import model_setup, models, optim, sft_loop, train_loop
 from lib import tokenizer as tokenizer_lib
-from lib.results import write_summary
+from lib.results import markdown_table, write_summary
 from lib.train_state import TrainState, nnx_apply_fn
 
 ROLES = ("planner", "actor")
-RECIPES = ("conpact_s", "conpact_r", "baseline")
+RECIPES = ("conpact_s", "conpact_r", "baseline")  # also checked by configs/conpact/train.py
 DATA_STATS = "data_stats.json"
-ROWS = "rows.jsonl"  # per role: the trained examples, in training order
+ROWS = "rows.jsonl"  # per role: the trained examples (selection order; batches group by length)
 
 
 def _read_jsonl(path: str, what: str) -> list[dict]:
@@ -103,27 +106,52 @@ def _budget(config, role: str, own: list, reference: list, count, match: dict | 
       f"{config.reference_epochs} epochs of the {what}"
 
 
-def _batches(examples, tok, batch: int, max_len: int):
-  """batch_at(step): fixed-shape batch `step` of `examples` in order (one compiled step); the last
-  is filled with loss-free copies of the first examples."""
+def training_batches(examples, tok, batch: int, max_len: int, seed: int):
+  """(batch_at(step), steps): the examples tokenized once (`curate.tokenize`, each cut to its last
+  `max_len` tokens as `curate.sft_batch` does), sorted by length and cut into batches of `batch`
+  whose order a seeded permutation sets; a batch is right-padded to the power of two above its
+  longest row (>= 64, <= max_len), so short rows do not pay for long ones and there are few
+  compiled shapes. Every example is trained on exactly once; a short last batch is filled with
+  loss-free copies of its first row."""
+  enc = [tuple(v[-max_len:] for v in curate.tokenize(ex, tok)) for ex in examples]
+  order = np.argsort([len(x) for x, _ in enc], kind="stable")
+  chunks = [order[i:i + batch] for i in range(0, len(order), batch)]
+  perm = np.random.default_rng(seed).permutation(len(chunks))
+
   def batch_at(step: int) -> dict:
-    chunk = examples[step * batch:(step + 1) * batch]
-    b = curate.sft_batch(chunk + examples[:batch - len(chunk)], tok, max_len)
-    b["loss_mask"][len(chunk):] = 0
-    return b
-  return batch_at
+    idx = list(chunks[perm[step]])
+    longest = max(len(enc[i][0]) for i in idx)
+    width = min(max_len, max(64, 1 << (longest - 1).bit_length()))
+    out = {k: np.zeros((batch, width), np.int32) for k in ("input_ids", "attention_mask",
+                                                            "loss_mask")}
+    out["input_ids"][:] = tok.pad_token_id
+    for r, i in enumerate(idx + [idx[0]] * (batch - len(idx))):
+      x, m = enc[i]
+      out["input_ids"][r, :len(x)], out["attention_mask"][r, :len(x)] = x, 1
+      if r < len(idx):
+        out["loss_mask"][r, :len(m)] = m
+    return out
+  return batch_at, len(chunks)
 
 
-def _train_role(config, workdir: str, role: str, examples: list, reference: list,
-                match: dict | None) -> dict:
+def role_tokenizer(config, role: str, role_dir: str):
+  """The role's tokenizer: its checkpoint's own, or the embedded BPE (`model_setup.TINY_CORPUS`,
+  as `build_model` trains it) for a from-scratch role."""
+  checkpoint = config.roles[role]
+  if not checkpoint:
+    return tokenizer_lib.train_tokenizer(list(model_setup.TINY_CORPUS),
+                                         int(config.model.vocab_size),
+                                         os.path.join(role_dir, "tiny_tokenizer"))
+  model_setup.check_checkpoint(checkpoint)
+  if not os.path.isfile(os.path.join(checkpoint, "tokenizer.json")):
+    raise FileNotFoundError(f"roles.{role}: {checkpoint!r} has no tokenizer.json")
+  return tokenizer_lib.load_tokenizer(checkpoint)
+
+
+def select(config, role: str, examples: list, reference: list, match: dict | None, tok
+           ) -> tuple[list, dict]:
+  """One role's (examples to train on, in selection order; their account for data_stats.json)."""
   c = config.train
-  role_dir = os.path.join(workdir, role)
-  block = {**dict(config.model), "checkpoint": config.roles[role]}
-  model, _, tok = model_setup.build_model(
-      block, seed=config.seed, tokenizer_texts=model_setup.TINY_CORPUS,
-      tokenizer_dir=os.path.join(role_dir, "tiny_tokenizer"))
-  if tok is None:
-    raise FileNotFoundError(f"roles.{role}: {config.roles[role]!r} has no tokenizer.json")
   counts = {}  # id(example) -> target tokens (examples are counted again by every pass)
 
   def count(ex: dict) -> int:
@@ -134,28 +162,61 @@ def _train_role(config, workdir: str, role: str, examples: list, reference: list
   budget, rule = _budget(config, role, examples, reference, count, match)
   picked = curate.match_budget(examples, budget, count, seed=config.seed)
   steps = math.ceil(len(picked) / c.batch)
-  if c.max_steps:
+  if c.max_steps and match is None:  # a matched run's budget is the match, not the step cap
     steps = min(steps, c.max_steps)
   picked = picked[:steps * c.batch]
   used = sum(count(ex) for ex in picked)
-  stats = {"rows_available": len(examples), "rows": len(picked), "target_tokens": used,
-           "budget": budget, "budget_rule": rule,
-           "budget_met": bool(picked) and budget - used < max(map(count, examples)),
-           "train_tokens": None,
-           "reference_rows": len(reference),
-           "reference_target_tokens": sum(map(count, reference)) if reference else None,
-           "by_source": {s: sum(ex["source"] == s for ex in picked)
-                         for s in sorted({ex["source"] for ex in picked})},
-           "steps": steps, "loss_first": None, "loss_last": None,
-           "export": os.path.join(role_dir, "export"), "rows_file": os.path.join(role_dir, ROWS)}
+  return picked, {
+      "rows_available": len(examples), "rows": len(picked), "target_tokens": used,
+      "budget": budget, "budget_rule": rule,
+      "budget_met": bool(picked) and budget - used < max(map(count, examples)),
+      "reference_rows": len(reference),
+      "reference_target_tokens": sum(map(count, reference)) if reference else None,
+      "by_source": {s: sum(ex["source"] == s for ex in picked)
+                    for s in sorted({ex["source"] for ex in picked})},
+      "steps": steps, "train_tokens": None, "loss_first": None, "loss_last": None}
+
+
+def plan(config, workdir: str) -> dict:
+  """Everything but the training: role -> {"tokenizer", "rows" (to train on),
+  "stats"}; raises one line on a bad recipe, role table or input."""
+  if config.recipe not in RECIPES:
+    raise ValueError(f"recipe {config.recipe!r}; valid: {', '.join(RECIPES)}")
+  if set(config.roles) != set(ROLES):
+    raise ValueError(f"roles must name exactly {ROLES}, got {sorted(config.roles)}")
+  reference = _demonstrations(config.baseline.rows)
+  match = None
+  if config.recipe == "baseline":
+    if not config.baseline.rows:
+      raise ValueError("recipe=baseline needs baseline.rows (plain demonstration rows)")
+    examples, excluded = reference, {role: {} for role in ROLES}
+    match = read_stats(config.baseline.match) if config.baseline.match else None
+  else:
+    examples, excluded = _curated(config)
+  out = {}
+  for role in ROLES:
+    tok = role_tokenizer(config, role, os.path.join(workdir, role))
+    rows, stats = select(config, role, examples[role], reference[role], match, tok)
+    out[role] = {"tokenizer": tok, "rows": rows, "stats": {**stats, "excluded": excluded[role]}}
+  return out
+
+
+def _train_role(config, workdir: str, role: str, tok, picked: list, stats: dict) -> dict:
+  c = config.train
+  role_dir = os.path.join(workdir, role)
+  block = {**dict(config.model), "checkpoint": config.roles[role]}
+  model, _, _ = model_setup.build_model(block, seed=config.seed, tokenizer=tok)
+  stats = {**stats, "export": os.path.join(role_dir, "export"),
+           "rows_file": os.path.join(role_dir, ROWS)}
   os.makedirs(role_dir, exist_ok=True)
-  with open(stats["rows_file"], "w", encoding="utf-8") as f:  # what was trained on, in order
+  with open(stats["rows_file"], "w", encoding="utf-8") as f:  # what was trained on
     f.writelines(json.dumps(ex) + "\n" for ex in picked)
+  steps = stats["steps"]
   if steps:
     apply_fn, params = nnx_apply_fn(model, compute_dtype=model_setup.compute_dtype(config.model))
     tx = optim.adamw(c.lr, steps, warmup_frac=0.05)
-    run_ = sft_loop.train(apply_fn, TrainState.create(params, tx), tx,
-                          _batches(picked, tok, c.batch, c.max_len), steps, role_dir,
+    batch_at, _ = training_batches(picked, tok, c.batch, c.max_len, config.seed)  # `steps` of them
+    run_ = sft_loop.train(apply_fn, TrainState.create(params, tx), tx, batch_at, steps, role_dir,
                           log_every=c.log_every, ckpt_every=c.ckpt_every,
                           prefix=f"conpact_train/{role}/",
                           start_fresh=train_loop.fresh_start(config))
@@ -171,31 +232,24 @@ def _train_role(config, workdir: str, role: str, examples: list, reference: list
 
 
 def run(config, workdir):
-  if config.recipe not in RECIPES:
-    raise ValueError(f"recipe {config.recipe!r}; valid: {', '.join(RECIPES)}")
-  if set(config.roles) != set(ROLES):
-    raise ValueError(f"roles must name exactly {ROLES}, got {sorted(config.roles)}")
-  reference = _demonstrations(config.baseline.rows)
-  match = None
-  if config.recipe == "baseline":
-    if not config.baseline.rows:
-      raise ValueError("recipe=baseline needs baseline.rows (plain demonstration rows)")
-    examples, excluded = reference, {role: {} for role in ROLES}
-    match = read_stats(config.baseline.match) if config.baseline.match else None
-  else:
-    recipes.get(config.recipe)
-    examples, excluded = _curated(config)
-  roles = {}
-  for role in ROLES:
-    roles[role] = _train_role(config, workdir, role, examples[role], reference[role], match)
-    roles[role]["excluded"] = excluded[role]
+  planned = plan(config, workdir)
+  roles = {role: _train_role(config, workdir, role, p["tokenizer"], p["rows"], p["stats"])
+           for role, p in planned.items()}
   stats = {"recipe": config.recipe, "roles": roles,
            "curate": None if config.recipe == "baseline" else dict(config.curate)}
   with open(os.path.join(workdir, DATA_STATS), "w", encoding="utf-8") as f:
     json.dump(stats, f, indent=1)
   table = [{"role": r, **{k: v for k, v in s.items() if k not in ("excluded", "by_source")}}
            for r, s in roles.items()]
-  write_summary(workdir, stats, table, title=f"ConPAct training: {config.recipe}",
-                notes="Loss on target replies only; budgets in target tokens per role "
-                      "(data_stats.json: rows by source, replies excluded by reason).")
+  path = write_summary(workdir, stats, table, title=f"ConPAct training: {config.recipe}",
+                       notes="Loss on target replies only; budgets in target tokens per role "
+                             "(data_stats.json has every count).")
+  sources = sorted({k for s in roles.values() for k in s["by_source"]})
+  reasons = [k for k in recipes.REASONS if any(k in s["excluded"] for s in roles.values())]
+  counts = [{"role": r, **{f"trained: {k}": s["by_source"].get(k, 0) for k in sources},
+             **{f"left out: {k}": s["excluded"].get(k, 0) for k in reasons}}
+            for r, s in roles.items()]  # true counts: a reason no reply had is 0
+  with open(path, "a", encoding="utf-8") as f:
+    f.write("\n## Trained rows by source, candidate replies left out by reason\n\n")
+    f.write(markdown_table(counts, key=["role"]))
   return stats

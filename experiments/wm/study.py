@@ -44,7 +44,7 @@ def _train(config, sd: str, bd: str, base_hf: str, seed: int) -> dict:
     wd = os.path.join(sd, "train", name)
     done = os.path.join(wd, "summary.json")
     if os.path.exists(done) and os.path.exists(os.path.join(wd, "hf", "config.json")):
-      out[name] = json.load(open(done))       # finished in an earlier session
+      out[name] = json.load(open(done))["summary"]       # finished in an earlier session
       continue
     c = copy.deepcopy(config.train_template)
     c.seed = seed

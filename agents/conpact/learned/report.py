@@ -6,7 +6,7 @@ layout: avg@k, pass@k, pass^k, success + CI, return, steps; mismatch, coverage, 
 ablation, paired differences vs Plan-Act and Assertion -- copied from online/summary.md); then per
 env and evaluated condition, the trained models' Tables 20-22 analogues and paired tests
 (agents/conpact/study_tables.py). study.png: success with CIs and initial / residual D of every
-trained pair under ConPAct-I, per env (agents/conpact/figure.py).
+pair under ConPAct-I (the base pair and every trained one), per env (agents/conpact/figure.py).
 """
 import json
 import os
@@ -45,13 +45,14 @@ def _md(rows: list[dict]) -> str:
   return markdown_table([{c: _fmt(v) for c, v in r.items()} for r in rows]) if rows else "–\n"
 
 
-def _figure_rows(workdir: str, evals: dict, condition: str) -> list[dict]:
+def _figure_rows(evals: dict, condition: str) -> list[dict]:
+  """Rows of `condition` in each eval dir's summary, named by the model (base pair first)."""
   out = []
   for name, d in evals.items():
     for r in _read(os.path.join(d, "summary.json"))["summary"]["table"]:
       if r["condition"] == condition:
         out.append({**r, "condition": name})
-  return sorted(out, key=lambda r: r["env"])
+  return sorted(out, key=lambda r: r["env"])   # stable: the model order is kept per env
 
 
 def write(config, workdir, stages, data, base, online_dir, tables) -> dict:
@@ -89,8 +90,9 @@ def write(config, workdir, stages, data, base, online_dir, tables) -> dict:
              "rollouts per instance; A = C capped at "
              f"{config.online.budget_cap or 'the paper budget'}; CIs: 95% cluster bootstrap "
              "over instances. D over comparable checks only (– = nothing comparable)."))
-  evals = {n: os.path.join(workdir, "eval", n) for n in (r["name"] for r in config.recipes)}
-  fig_rows = _figure_rows(workdir, evals, "conpact_i")
+  evals = {"base": online_dir,
+           **{n: os.path.join(workdir, "eval", n) for n in (r["name"] for r in config.recipes)}}
+  fig_rows = _figure_rows(evals, "conpact_i")
   png = (figure.plot_demo(fig_rows, os.path.join(workdir, "study.png"),
                           f"ConPAct-I with trained pairs ({config.label})", k)
          if fig_rows else None)

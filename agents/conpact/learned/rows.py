@@ -2,9 +2,11 @@
 
 `build` calls `agents.conpact.demonstrations` for every env of the study (Sokoban and the BabyAI
 tasks) and returns three row sets:
-  planner   misperceiving demonstrator with probability `noise`, stream `seeds.planner`
+  planner   misperceiving demonstrator with probability `noise`, stream `seeds.planner`, plus
+            discussion rows (share `discuss`: ConPAct-I's conflict turn, then a fresh look)
   actor     the same recipe on its own stream `seeds.actor` (planner and actor misperceive
-            independently, so their assertions can contradict each other)
+            independently, so their assertions can contradict each other), plus ReAct-format
+            rows (the ReAct baseline runs the actor model)
   baseline  plain Plan-Act demonstrations (noise 0), both roles, `meta.role` set: the token-matched
             continued-SFT baseline of ConPAct-R/S (configs/conpact/train.py `baseline.rows`)
 Row format: {"messages", "target", "meta"} (demonstrations.py). Noise rates are fixed in the
@@ -33,7 +35,8 @@ def source_indices(env_id: str, sokoban: int, babyai: int) -> list[int]:
   return list(range(min(babyai, len(demonstrations.MINIGRID_SOURCE_SEEDS))))
 
 
-def build(env_ids, sokoban: int, babyai: int, noise: dict, seeds: dict) -> dict[str, list[dict]]:
+def build(env_ids, sokoban: int, babyai: int, noise: dict, seeds: dict, discuss: float = 0.0,
+          react: bool = True) -> dict[str, list[dict]]:
   """The planner, actor and baseline rows of every env.
 
   Args:
@@ -41,6 +44,8 @@ def build(env_ids, sokoban: int, babyai: int, noise: dict, seeds: dict) -> dict[
     sokoban, babyai: source instances (see `source_indices`).
     noise: {"planner": p, "actor": p} misperception probabilities.
     seeds: {"planner": s, "actor": s} noise-stream seeds (must differ).
+    discuss: share of planner / actor rows followed by a discussion row (demonstrations.py).
+    react: also give the actor ReAct-format rows (the ReAct baseline runs the actor model).
   Returns:
     {"planner": rows, "actor": rows, "baseline": rows}.
   """
@@ -50,17 +55,25 @@ def build(env_ids, sokoban: int, babyai: int, noise: dict, seeds: dict) -> dict[
   out = {"planner": [], "actor": [], "baseline": []}
   for env_id in env_ids:
     idx = source_indices(env_id, sokoban, babyai)
-    out["planner"] += demonstrations.planner_rows(env_id, idx, noise["planner"], seeds["planner"])
-    out["actor"] += demonstrations.actor_rows(env_id, idx, noise["actor"], seeds["actor"])
+    out["planner"] += demonstrations.planner_rows(env_id, idx, noise["planner"], seeds["planner"],
+                                                  discuss=discuss)
+    out["actor"] += demonstrations.actor_rows(env_id, idx, noise["actor"], seeds["actor"],
+                                              discuss=discuss)
+    if react:
+      out["actor"] += demonstrations.actor_rows(env_id, idx, noise["actor"], seeds["actor"],
+                                                react=True)
     out["baseline"] += demonstrations.planner_rows(env_id, idx, 0.0, seeds["planner"])
     out["baseline"] += demonstrations.actor_rows(env_id, idx, 0.0, seeds["actor"])
   return out
 
 
 def stats(rows: list[dict]) -> dict:
-  """Counts of a row set: rows, misperceiving rows (noisy), rows whose belief is wrong."""
+  """Counts of a row set: rows, misperceiving rows (noisy), rows whose belief is wrong,
+  discussion rows, ReAct-format rows."""
   return {"rows": len(rows), "noisy": sum(r["meta"]["noisy"] for r in rows),
-          "wrong": sum(r["meta"]["wrong"] for r in rows)}
+          "wrong": sum(r["meta"]["wrong"] for r in rows),
+          "discussion": sum(bool(r["meta"].get("discussion")) for r in rows),
+          "react": sum(bool(r["meta"].get("react")) for r in rows)}
 
 
 def write_jsonl(rows: list[dict], path: str) -> None:

@@ -99,9 +99,30 @@ class Context(NamedTuple):
 
 @flax.struct.dataclass
 class KVCache:
-  """Decode state of one attention layer: k, v [B,S,K,D] after q/k norm and RoPE."""
+  """Decode state of one attention layer: k, v [B,K,S,D] after q/k norm and RoPE.
+
+  Heads before slots: the layout the attention's two batched matmuls (over B and K) read
+  directly, so a decode step never transposes the whole cache (with [B,S,K,D] XLA copied K and V
+  into this layout in every layer at every step).
+  """
   k: jax.Array
   v: jax.Array
+
+  def write(self, k, v, index) -> "KVCache":
+    """The cache with T new keys and values stored at slots index .. index + T - 1.
+
+    Args:
+      k, v: [B,T,K,D] (the projections' layout). index: int32 scalar, the first slot.
+    """
+    at = (0, 0, index, 0)
+    return KVCache(
+        k=jax.lax.dynamic_update_slice(self.k, heads_major(k).astype(self.k.dtype), at),
+        v=jax.lax.dynamic_update_slice(self.v, heads_major(v).astype(self.v.dtype), at))
+
+
+def heads_major(x):
+  """[B,T,K,D] -> [B,K,T,D], the KV cache's layout (`KVCache`)."""
+  return jnp.swapaxes(x, 1, 2)
 
 
 @flax.struct.dataclass
@@ -116,19 +137,19 @@ def attend(q, k, v, mask):
   """Grouped-query softmax attention (scores in float32).
 
   Args:
-    q: [B,T,H,D]; k, v: [B,S,K,D] with H a multiple of K.
+    q: [B,T,H,D]; k, v: [B,K,S,D] (heads before slots, `KVCache`'s layout), H a multiple of K.
     mask: [B,T,S] bool, which keys each query sees.
 
   Returns:
     [B,T,H,D] in v's dtype.
   """
   b, t, h, d = q.shape
-  kv_heads = k.shape[2]
+  kv_heads = k.shape[1]
   q = q.reshape(b, t, kv_heads, h // kv_heads, d)
-  scores = jnp.einsum("btkgd,bskd->bkgts", q, k, preferred_element_type=jnp.float32) * d ** -0.5
+  scores = jnp.einsum("btkgd,bksd->bkgts", q, k, preferred_element_type=jnp.float32) * d ** -0.5
   scores = jnp.where(mask[:, None, None], scores, _NEG)
   probs = jax.nn.softmax(scores, axis=-1).astype(v.dtype)
-  return jnp.einsum("bkgts,bskd->btkgd", probs, v).reshape(b, t, h, d)
+  return jnp.einsum("bkgts,bksd->btkgd", probs, v).reshape(b, t, h, d)
 
 
 class Attention(nnx.Module):
@@ -153,9 +174,9 @@ class Attention(nnx.Module):
       batch: B rows. max_len: S slots. dtype: of the buffers.
 
     Returns:
-      KVCache with zero K and V, each [B, S, num_kv_heads, head_dim].
+      KVCache with zero K and V, each [B, num_kv_heads, S, head_dim].
     """
-    shape = (batch, max_len, self.num_kv_heads, self.head_dim)
+    shape = (batch, self.num_kv_heads, max_len, self.head_dim)
     return KVCache(k=jnp.zeros(shape, dtype), v=jnp.zeros(shape, dtype))
 
   def __call__(self, x, ctx: Context, cache: KVCache | None = None):
@@ -166,10 +187,10 @@ class Attention(nnx.Module):
     if self.q_norm is not None:
       q, k = self.q_norm(q), self.k_norm(k)
     q, k = rope(q, ctx.positions, self.rope_theta), rope(k, ctx.positions, self.rope_theta)
-    if cache is not None:
-      at = (0, ctx.cache_index, 0, 0)
-      cache = KVCache(k=jax.lax.dynamic_update_slice(cache.k, k.astype(cache.k.dtype), at),
-                      v=jax.lax.dynamic_update_slice(cache.v, v.astype(cache.v.dtype), at))
+    if cache is None:
+      k, v = heads_major(k), heads_major(v)
+    else:
+      cache = cache.write(k, v, ctx.cache_index)
       k, v = cache.k, cache.v
     out = attend(q, k.astype(q.dtype), v.astype(q.dtype), ctx.attn_mask)
     return self.o_proj(out.reshape(b, t, -1)), cache
@@ -329,11 +350,14 @@ class Qwen(nnx.Module):
     Returns:
       (final-norm hidden [B,T,hidden], the cache advanced by T slots).
     """
-    b, t = input_ids.shape
+    t = input_ids.shape[1]
     max_len = cache.mask.shape[1]
     index = cache.index
     slot_mask = jax.lax.dynamic_update_slice(cache.mask, attention_mask.astype(bool), (0, index))
-    positions = jax.lax.dynamic_slice(default_positions(slot_mask), (0, index), (b, t))
+    # = default_positions(slot_mask)[:, index:index + t]: a count of the cached real tokens (a sum
+    # over S) instead of a cumsum over all S slots at every decode step.
+    cached = jnp.sum(cache.mask, axis=-1, dtype=jnp.int32)[:, None]
+    positions = jnp.maximum(cached + jnp.cumsum(attention_mask.astype(jnp.int32), axis=-1) - 1, 0)
     causal = jnp.arange(max_len)[None, :] <= (index + jnp.arange(t))[:, None]  # [T,S]
     ctx = Context(positions=positions, token_mask=attention_mask.astype(bool),
                   attn_mask=causal[None] & slot_mask[:, None, :], cache_index=index)

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from lib.models.qwen.model import (MLP, WEIGHT_INIT, Context, Dense, KVCache, Qwen, attend,
-                                   sharded_param)
+                                   heads_major, sharded_param)
 from lib.models.qwen3_5.config import FULL, Qwen35Config
 from lib.models.qwen3_5.deltanet import GatedDeltaNet
 
@@ -78,9 +78,9 @@ class GatedAttention(nnx.Module):
       batch: B rows. max_len: S slots. dtype: of the buffers.
 
     Returns:
-      KVCache with zero K and V, each [B, S, num_kv_heads, head_dim].
+      KVCache with zero K and V, each [B, num_kv_heads, S, head_dim].
     """
-    shape = (batch, max_len, self.num_kv_heads, self.head_dim)
+    shape = (batch, self.num_kv_heads, max_len, self.head_dim)
     return KVCache(k=jnp.zeros(shape, dtype), v=jnp.zeros(shape, dtype))
 
   def __call__(self, x, ctx: Context, cache: KVCache | None = None):
@@ -91,10 +91,10 @@ class GatedAttention(nnx.Module):
     q, k = self.q_norm(q), self.k_norm(k)
     q = partial_rope(q, ctx.positions, self.rope_theta, self.rotary_dim)
     k = partial_rope(k, ctx.positions, self.rope_theta, self.rotary_dim)
-    if cache is not None:
-      at = (0, ctx.cache_index, 0, 0)
-      cache = KVCache(k=jax.lax.dynamic_update_slice(cache.k, k.astype(cache.k.dtype), at),
-                      v=jax.lax.dynamic_update_slice(cache.v, v.astype(cache.v.dtype), at))
+    if cache is None:
+      k, v = heads_major(k), heads_major(v)
+    else:
+      cache = cache.write(k, v, ctx.cache_index)
       k, v = cache.k, cache.v
     out = attend(q, k.astype(q.dtype), v.astype(q.dtype), ctx.attn_mask)
     out = out * jax.nn.sigmoid(gate.astype(jnp.float32)).astype(out.dtype)

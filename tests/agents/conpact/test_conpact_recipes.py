@@ -6,6 +6,7 @@ import pytest
 
 from agents.conpact import curate, optimality, schemas, scripted, textenv
 from envs import splits
+from envs.sokoban import text as sokoban_text
 
 SCH, TASK = schemas.get("sokoban"), textenv.task("sokoban")
 # Player (2,2), a box at (2,3), its target at (2,4): "right" solves it (L = 1).
@@ -110,7 +111,8 @@ def test_no_sup_and_no_replay_remove_exactly_their_examples(recipe):
 def test_reconciliation_keeps_the_conflict_as_context_and_replay_the_original_prompt():
   ex = curate.curate([logged_row()], SCH, TASK.action_names, curate.CurateConfig())
   rec = [e for e in ex if e["source"] == "reconciliation" and e["role"] == "actor"][0]
-  assert rec["messages"][-2] == {"role": "assistant", "content": logged_row()["transcript"][7]["text"]}
+  conflicting = logged_row()["transcript"][7]["text"]  # transcript[0] is the reset
+  assert rec["messages"][-2] == {"role": "assistant", "content": conflicting}
   rep = [e for e in ex if e["source"] == "replay" and e["role"] == "actor"][0]
   assert [m["role"] for m in rep["messages"]] == ["system", "user"]
 
@@ -136,7 +138,6 @@ def test_sokoban_judge_on_a_hand_board():
 def test_sokoban_judge_accepts_every_solver_first_move_and_agrees_with_a_replay():
   """The solver's first move is optimal; any other move is optimal iff the solver's solution
   length after it (computed here from the real env's next frame) drops by one."""
-  from envs.sokoban import text as sokoban_text  # pylint: disable=import-outside-toplevel  (test-only)
   env = sokoban_text.text_env(splits.sokoban_instances("source").levels)
   for i in range(2):
     obs, _ = env.reset(i)
@@ -163,7 +164,8 @@ def test_minigrid_judge_counts_actions_to_face_the_target():
   ahead = _minigrid("- a red ball 1 step forward", verb="pick up")
   assert optimality.non_optimal("minigrid", ahead, "pick up") is False
   assert optimality.non_optimal("minigrid", ahead, "done") is True
-  behind = _minigrid("- a red ball 1 step back")  # two turns put it in front: either turn is optimal
+  behind = _minigrid("- a red ball 1 step back")  # two turns put it in front: either is optimal
   assert not optimality.non_optimal("minigrid", behind, "turn left")
   assert not optimality.non_optimal("minigrid", behind, "turn right")
-  assert optimality.non_optimal("minigrid", _minigrid("- a wall 1 step forward"), "turn left") is None
+  out_of_view = _minigrid("- a wall 1 step forward")
+  assert optimality.non_optimal("minigrid", out_of_view, "turn left") is None

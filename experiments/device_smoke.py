@@ -1,0 +1,119 @@
+"""Planned vs measured device memory: for each case of `config.cases` and each trainer ("sft",
+"grpo"), the compiled memory plan (lib/memory_plan.py) and one real update step on the device with
+random weights and tokens, then the device's peak bytes (`memory_stats()["peak_bytes_in_use"]`,
+the maximum over the mesh's devices).
+
+Peak counters only grow within a process, so cases run from small to large and each row also
+records the peak before its step; `measured_bytes` is null where the platform reports no memory
+statistics (CPU), and the ratio with it. Results: results.jsonl (one row per case x trainer),
+summary.json / summary.md.
+"""
+import time
+
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+
+from lib import grpo, memory_plan, optim, sft, sharding, train_loop
+from lib.model_setup import build_model, model_block
+from lib.results import ResultsLog, write_summary
+from lib.train_state import nnx_apply_fn
+
+GIB = 2**30
+
+
+def _peak() -> int | None:
+  stats = [d.memory_stats() for d in jax.local_devices()]
+  if any(s is None or "peak_bytes_in_use" not in s for s in stats):
+    return None
+  return max(int(s["peak_bytes_in_use"]) for s in stats)
+
+
+def case_config(config, case: dict, trainer: str) -> ml_collections.ConfigDict:
+  """The run config of one case: bf16 compute, remat "full", the plan of one update step."""
+  c = ml_collections.ConfigDict()
+  c.model = model_block(preset=case["preset"], overrides=dict(case["overrides"]),
+                        dtype="bfloat16", remat="full")
+  c.mesh = dict(config.mesh)
+  c.optim = dict(config.optim)
+  c.plan = memory_plan.plan_block(trainer=trainer, rows=case["rows"], seq_len=case["seq_len"],
+                                  response_len=config.response_len if trainer == "grpo" else 0,
+                                  reference=trainer == "grpo")
+  return c
+
+
+def _batch(trainer: str, rows: int, t: int, n: int, vocab: int, rng) -> dict:
+  ids = rng.integers(3, vocab, (rows, t)).astype(np.int32)
+  ones = np.ones((rows, t), np.int32)
+  if trainer == "sft":
+    return {"input_ids": ids, "attention_mask": ones, "loss_mask": ones}
+  logp = np.full((rows, n), -5.0, np.float32)
+  return {"input_ids": ids, "attention_mask": ones, "response_mask": np.ones((rows, n), np.int32),
+          "old_logp": logp, "ref_logp": logp,
+          "advantages": rng.normal(size=(rows,)).astype(np.float32)}
+
+
+def measure(c, seed: int) -> dict:
+  """One real update step of config `c` on the device; the peak bytes before and after it."""
+  tx = optim.from_config(c.optim, 10)
+  model, _, _ = build_model(c.model, seed=seed)
+  apply_fn, params = nnx_apply_fn(model, compute_dtype=jnp.bfloat16)
+  mesh = sharding.make_mesh(c.mesh.data, c.mesh.fsdp)
+  state, state_sh = train_loop.create_state(params, tx, mesh)
+  del model, params
+  trainer, p = c.plan.trainer, c.plan
+  if trainer == "sft":
+    step = sft.make_sft_step(apply_fn, tx)
+  else:
+    step = grpo.make_grpo_step(apply_fn, tx, grpo.GRPOConfig())
+    reference = jax.tree.map(jnp.copy, state.params)     # resident, as in a GRPO run
+  batch = _batch(trainer, p.rows, p.seq_len, p.response_len,
+                 memory_plan.arch_config(c.model).vocab_size, np.random.default_rng(seed))
+  batch = sharding.shard_batch(batch, mesh)
+  before = _peak()
+  t0 = time.perf_counter()
+  state, metrics = sharding.jit_step(step, mesh, state_sh)(state, batch)
+  loss = float(metrics["loss"])
+  seconds = time.perf_counter() - t0
+  after = _peak()
+  del state, batch
+  if trainer == "grpo":
+    del reference
+  return {"peak_before_bytes": before, "measured_bytes": after, "loss": loss,
+          "step_s_with_compile": seconds}
+
+
+def run(config, workdir):
+  log = ResultsLog(workdir, key=("case",))
+  done = {r["case"]: r for r in log.rows()}
+  rows = []
+  for case in config.cases:
+    for trainer in config.trainers:
+      key = f"{case['name']}/{trainer}"
+      if key in done:
+        rows.append(done[key])
+        continue
+      c = case_config(config, case, trainer)
+      plan = memory_plan.compute(c)
+      row = {"case": key, "preset": case["preset"], "rows": case["rows"],
+             "seq_len": case["seq_len"], "mesh": plan.mesh, "planned_bytes": plan.per_device_bytes,
+             **measure(c, config.seed)}
+      row["measured_over_planned"] = (None if row["measured_bytes"] is None
+                                      else row["measured_bytes"] / row["planned_bytes"])
+      log.append(row)
+      rows.append(row)
+  log.close()
+  measured = [r for r in rows if r["measured_bytes"] is not None]
+  summary = {"platform": jax.devices()[0].platform, "devices": jax.device_count(),
+             "cases": len(rows), "measured_coverage": len(measured),
+             "max_measured_over_planned": max((r["measured_over_planned"] for r in measured),
+                                              default=None)}
+  table = [{"case": r["case"], "planned GiB": round(r["planned_bytes"] / GIB, 3),
+            "measured GiB": None if r["measured_bytes"] is None
+            else round(r["measured_bytes"] / GIB, 3),
+            "measured / planned": r["measured_over_planned"], "loss": r["loss"]} for r in rows]
+  write_summary(workdir, summary, table, title="Device smoke: planned vs measured memory",
+                notes="measured = the device's peak bytes in use after one update step (max over "
+                      "devices); null where the platform reports no memory statistics (CPU).")
+  return summary

@@ -1,0 +1,22 @@
+"""experiments/device_smoke.py on CPU: the plan is compiled and one real step runs per case; CPU
+reports no memory statistics, so `measured` is null with coverage 0 (never 0 bytes), and a rerun
+resumes from results.jsonl."""
+import json
+
+from configs import device_smoke as smoke_config
+from experiments import device_smoke
+
+
+def test_cpu_run_plans_steps_and_reports_null_measurements(tmp_path):
+  config = smoke_config.get_config("debug=True")
+  config.cases = config.cases[:1]
+  config.trainers = ["sft"]
+  summary = device_smoke.run(config, str(tmp_path))
+  assert summary["platform"] == "cpu" and summary["cases"] == 1
+  assert summary["measured_coverage"] == 0 and summary["max_measured_over_planned"] is None
+  (row,) = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
+  assert row["case"] == "small/sft" and row["planned_bytes"] > 0 and row["loss"] > 0
+  assert row["measured_bytes"] is None and row["measured_over_planned"] is None
+  assert json.loads((tmp_path / "summary.json").read_text())["summary"]["measured_coverage"] == 0
+  again = device_smoke.run(config, str(tmp_path))      # resumed: nothing is recomputed
+  assert again == summary

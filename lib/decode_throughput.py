@@ -11,11 +11,14 @@ XLA compile) is timed apart and excluded, as is one warm-up call of each side. E
 reports how many greedy tokens the two sides agree on (float rounding may flip a near-tie argmax on
 random weights, after which sequences diverge). Needs torch (the `test` extra), as the transformers side does.
 
-The physical limit (`lib.roofline`): the machine's memory bandwidth is probed once before the
-rounds; each row reports the bytes one decode step must read (weights + the filled part of the
-decode cache, `roofline.decode_bytes`), our achieved GB/s (those bytes x our median decode steps/s,
-steps/s = tokens/s / batch; the timed call includes the prefill, so this slightly understates the
-decode's own rate), its share of the probed bandwidth, and the tokens/s that bandwidth would allow.
+The physical limit (`lib.roofline`): the machine's memory bandwidth and matmul peak are probed
+once before the rounds; each row reports the bytes one decode step must read (weights + the filled
+part of the decode cache, `roofline.decode_bytes`), our achieved GB/s (those bytes x our median
+steps/s, steps/s = tokens/s / batch, prefill included), its share of the probed bandwidth, and the
+tokens/s that bandwidth would allow. A third side in the same rounds, our prefill (a call with one
+new token), splits the call: decode-only steps/s = (new_tokens - 1) / (median call seconds -
+median prefill seconds), its GB/s and share of the bandwidth (`decode_bandwidth_frac`), and the
+prefill's model-FLOPs utilisation against the matmul peak (`prefill_mfu`, `roofline.prefill_flops`).
 """
 import time
 
@@ -27,6 +30,7 @@ from flax import nnx
 
 from lib import roofline, sampling, tb
 from lib.bench_rounds import Rounds, token_accounting
+from lib.models import KVCache
 from lib.results import ResultsLog, write_summary
 
 
@@ -39,8 +43,34 @@ def _bandwidth_text(row: dict) -> str:
   # A row resumed from a results.jsonl written before the roofline columns existed has none.
   if row.get("bandwidth_frac") is None:
     return " | bandwidth not measured for this row"
-  return (f" | {row['ours_GB_s']:.1f} GB/s = {100 * row['bandwidth_frac']:.0f}% of the probed "
+  text = (f" | {row['ours_GB_s']:.1f} GB/s = {100 * row['bandwidth_frac']:.0f}% of the probed "
           "bandwidth")
+  if row.get("decode_bandwidth_frac") is not None:
+    text += (f" (decode only {100 * row['decode_bandwidth_frac']:.0f}%) | prefill MFU "
+             f"{100 * row['prefill_mfu']:.1f}%")
+  return text
+
+
+def _prefill_flops(model, cfg, batch: int, prompt_len: int) -> int:
+  cache = jax.eval_shape(lambda: model.init_cache(1, 1))
+  return roofline.prefill_flops(
+      matmul_params=roofline.matmul_params(model, cfg),
+      head_params=cfg.vocab_size * cfg.hidden_size,
+      attention_layers=sum(isinstance(c, KVCache) for c in cache.layers), heads=cfg.num_heads,
+      head_dim=cfg.head_dim, batch=batch, prompt_len=prompt_len)
+
+
+def _split(t: dict, n: int, per_step: float, flops: int, limits: dict) -> dict:
+  """Decode-only rate and prefill MFU from the median call and prefill seconds (None when the
+  difference is not positive, e.g. one new token or a noisy round)."""
+  prefill_s = t["ours_prefill"]["seconds"]["median"]
+  decode_s = t["ours"]["seconds"]["median"] - prefill_s
+  steps = (n - 1) / decode_s if n > 1 and decode_s > 0 else None
+  gb_s = None if steps is None else per_step * steps / 1e9
+  return {"prefill_ms": 1e3 * prefill_s, "prefill_GFLOP": flops / 1e9,
+          "prefill_mfu": flops / prefill_s / 1e9 / limits["matmul"]["gflop_s"],
+          "decode_steps_s": steps, "decode_GB_s": gb_s,
+          "decode_bandwidth_frac": None if gb_s is None else gb_s / limits["memory"]["gb_s"]}
 
 
 def compare_generation(model, hf, cfg, config, workdir: str, tag: str, title: str) -> dict:
@@ -84,6 +114,11 @@ def compare_generation(model, hf, cfg, config, workdir: str, tag: str, title: st
                               temperature=0.0)
       return np.asarray(jax.block_until_ready(out.tokens))
 
+    def prefill():                                     # prompt + one new token
+      out = sampling.generate(graphdef, state, ids, mask, jax.random.key(0), max_new_tokens=1,
+                              temperature=0.0)
+      return np.asarray(jax.block_until_ready(out.tokens))
+
     def theirs():
       with torch.inference_mode():
         out = hf.generate(input_ids=torch.tensor(ids, dtype=torch.long),
@@ -95,7 +130,9 @@ def compare_generation(model, hf, cfg, config, workdir: str, tag: str, title: st
     ours_tokens = ours()                               # the XLA compile, timed apart
     compile_s = time.perf_counter() - start
     theirs_tokens = theirs()                           # the greedy agreement check
-    t = timer.time({"ours": ours, "transformers": theirs}, work=batch * n)
+    t = timer.time({"ours": ours, "transformers": theirs, "ours_prefill": prefill},
+                   work={"ours": batch * n, "transformers": batch * n,
+                         "ours_prefill": batch * config.prompt_len})
     traffic = roofline.decode_bytes(model, cfg, batch=batch, prompt_len=config.prompt_len,
                                     new_tokens=n)
     per_step = traffic["bytes_per_step"]
@@ -113,7 +150,9 @@ def compare_generation(model, hf, cfg, config, workdir: str, tag: str, title: st
            "weight_MB_per_step": traffic["weight_bytes"] / 1e6,
            "cache_MB_per_step": traffic["cache_bytes"] / 1e6, "ours_GB_s": ours_gb_s,
            "bandwidth_frac": ours_gb_s / bandwidth,
-           "bandwidth_bound_tok_s": bandwidth * 1e9 / per_step * batch}
+           "bandwidth_bound_tok_s": bandwidth * 1e9 / per_step * batch,
+           **_split(t, n, per_step, _prefill_flops(model, cfg, batch, config.prompt_len),
+                    limits)}
     log.append(row)
     for key in ("ours_tok_s", "transformers_tok_s", "ratio", "bandwidth_frac"):
       writer.add_scalar(f"{tag}/{key}", row[key], batch)
@@ -132,6 +171,10 @@ def compare_generation(model, hf, cfg, config, workdir: str, tag: str, title: st
              "ratio_by_batch": {str(r["batch"]): timer.headline(r["ratio"]) for r in table},
              "bandwidth_frac_by_batch": {str(r["batch"]): timer.headline(r.get("bandwidth_frac"))
                                          for r in table},
+             "decode_bandwidth_frac_by_batch": {
+                 str(r["batch"]): timer.headline(r.get("decode_bandwidth_frac")) for r in table},
+             "prefill_mfu_by_batch": {str(r["batch"]): timer.headline(r.get("prefill_mfu"))
+                                      for r in table},
              "roofline": limits,
              "noisy": machine["noisy"], "machine": machine,
              "tokens": token_accounting(config.prompt_len, n, "response")}
@@ -144,5 +187,7 @@ def compare_generation(model, hf, cfg, config, workdir: str, tag: str, title: st
                       "read (every weight once, an untied embedding only for its gathered rows, "
                       "the decode cache's filled slots on average); ours_GB_s = that x our median "
                       "steps/s (tokens/s / batch, prefill included); bandwidth_frac = ours_GB_s / "
-                      "the probed bandwidth; bandwidth_bound_tok_s: tokens/s at that bandwidth.")
+                      "the probed bandwidth; bandwidth_bound_tok_s: tokens/s at that bandwidth; decode_* the same "
+                      "for the decode alone (the prefill side's median seconds subtracted); "
+                      "prefill_mfu = prefill model FLOPs / prefill seconds / the matmul peak.")
   return summary

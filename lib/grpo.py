@@ -21,7 +21,7 @@ import optax
 from flax import nnx
 
 from lib import optim, rl, rewards, sampling
-from lib.train_state import ApplyFn, TrainState, token_logprobs
+from lib.train_state import ApplyFn, TrainState
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,8 +62,16 @@ def response_logprobs(apply_fn: ApplyFn, params: Any, input_ids: jax.Array,
                       temperature: float = 1.0) -> tuple[jax.Array, jax.Array]:
   """Log-probs and entropies of the last `n_response` tokens of [R, P + N] sequences -> [R, N].
 
+  The output head runs on the last N + 1 positions only (`apply_fn(..., last=N + 1)`; position
+  t scores token t + 1, so the last position is dropped): [R, N, V] logits, never [R, P + N, V].
+  One float32 log-softmax serves both outputs:
+
+      logp_all = log_softmax(logits / temperature)          [R, N, V]
+      logp     = logp_all[r, t, input_ids[r, P + t]]
+      entropy  = -sum_v exp(logp_all) logp_all
+
   Args:
-    apply_fn: (params, ids, mask) -> [R, P + N, V] logits.
+    apply_fn: (params, ids, mask, last=K) -> [R, K, V] logits of the last K positions.
     params: model params pytree.
     input_ids: [R, P + N] int32 prompt followed by response tokens.
     attention_mask: [R, P + N] int 0/1.
@@ -73,19 +81,42 @@ def response_logprobs(apply_fn: ApplyFn, params: Any, input_ids: jax.Array,
     (logp, entropy): [R, N] float32 log-probs of the response tokens and [R, N] float32
     entropies of the temperature-scaled next-token distributions at those positions.
   """
-  logits = apply_fn(params, input_ids, attention_mask)
-  logits = logits[:, -n_response - 1:-1] / temperature
-  return (token_logprobs(logits, input_ids[:, -n_response:]), rl.token_entropy(logits))
+  logits = apply_fn(params, input_ids, attention_mask, last=n_response + 1)[:, :-1]
+  logp_all = jax.nn.log_softmax(logits.astype(jnp.float32) / temperature, axis=-1)
+  tokens = input_ids[:, -n_response:, None].astype(jnp.int32)
+  logp = jnp.take_along_axis(logp_all, tokens, axis=-1)[..., 0]
+  return logp, -(jnp.exp(logp_all) * logp_all).sum(axis=-1)
+
+
+def rollout_logprobs(apply_fn: ApplyFn, params: Any, ref_params: Any, input_ids: jax.Array,
+                     attention_mask: jax.Array, n_response: int, temperature: float = 1.0,
+                     with_old: bool = True) -> tuple[jax.Array | None, jax.Array]:
+  """The sampling policy's and the frozen reference's log-probs of a rollout, in one program.
+
+  Args:
+    apply_fn, input_ids, attention_mask, n_response, temperature: as `response_logprobs`.
+    params: the current (sampling) policy's params.
+    ref_params: the frozen reference's params.
+    with_old: False skips the sampling policy's pass (an on-policy update reads its own
+      log-probs as old_logp, see `make_grpo_step`).
+  Returns:
+    (old_logp or None, ref_logp), each [R, N] float32.
+  """
+  score = lambda p: response_logprobs(apply_fn, p, input_ids, attention_mask, n_response,
+                                      temperature)[0]
+  return (score(params) if with_old else None), score(ref_params)
 
 
 def make_grpo_step(apply_fn: ApplyFn, tx: optax.GradientTransformation, cfg: GRPOConfig,
                    accum_steps: int = 1, param_sharding: Any = None):
   """step(state, minibatch) -> (state, metrics); minibatch rows [R, ...] with keys input_ids,
-  attention_mask [R, P+N], response_mask, old_logp, ref_logp [R, N], advantages [R]. Micro-batch
-  losses are averaged (weight 1 each, as verl does).
+  attention_mask [R, P+N], response_mask, ref_logp [R, N], advantages [R] and, off-policy,
+  old_logp [R, N] (without it the update is on-policy: old_logp = this step's own log-probs,
+  held constant, so ratio = 1 and no separate pass over the sampling policy is needed).
+  Micro-batch losses are averaged (weight 1 each, as verl does).
 
   Args:
-    apply_fn: (params, ids, mask) -> logits.
+    apply_fn: (params, ids, mask, last=K) -> logits of the last K positions.
     tx: the optimizer.
     cfg: GRPOConfig; temperature and the `rl.grpo_loss` knobs are read from it.
     accum_steps: micro-batches per step; R must be divisible by it.
@@ -98,11 +129,14 @@ def make_grpo_step(apply_fn: ApplyFn, tx: optax.GradientTransformation, cfg: GRP
     averaged over micro-batches, plus loss and grad_norm (scalars).
   """
   def loss_fn(params, mb):
-    n = mb["old_logp"].shape[1]
+    n = mb["ref_logp"].shape[1]
     logp, entropy = response_logprobs(apply_fn, params, mb["input_ids"], mb["attention_mask"], n,
                                       cfg.temperature)
+    # On-policy (no old_logp given): the sampling policy is these params, so its log-probs are
+    # this forward's, held constant (verl's on-policy shortcut; no second forward pass).
+    old = mb["old_logp"] if "old_logp" in mb else jax.lax.stop_gradient(logp)
     loss, metrics = rl.grpo_loss(
-        logp, mb["old_logp"], mb["ref_logp"], mb["advantages"], mb["response_mask"],
+        logp, old, mb["ref_logp"], mb["advantages"], mb["response_mask"],
         clip_eps=cfg.clip_eps, dual_clip_c=cfg.dual_clip_c, kl_coef=cfg.kl_coef,
         entropy=entropy, entropy_coef=cfg.entropy_coef, agg=cfg.agg)
     return loss, (jnp.ones((), jnp.float32), metrics)
@@ -157,7 +191,7 @@ class GRPOTrainer:
     self.apply_fn, self.sample_fn, self.state, self.cfg = apply_fn, sample_fn, state, cfg
     # Copy: the update step donates the state, so the reference must own its buffers.
     self.ref_params = jax.tree.map(jnp.copy, state.params if ref_params is None else ref_params)
-    self._logprobs = jax.jit(response_logprobs, static_argnums=(0, 4, 5))
+    self._logprobs = jax.jit(rollout_logprobs, static_argnums=(0, 5, 6, 7))
     self._step_fn = step_fn
     self._steps: dict[int, Callable] = {}
     self.tx = tx
@@ -195,7 +229,8 @@ class GRPOTrainer:
   def iteration(self, prompt_ids, prompt_mask, reward_fn: Callable, key: jax.Array) -> dict:
     """One GRPO iteration over a batch of B prompts; returns host metrics for logging.
 
-    Samples, scores, computes old/reference log-probs once, then runs update_epochs passes of
+    Samples, scores, computes the reference's (and, unless the update is on-policy: one epoch,
+    one minibatch, the sampling policy's) log-probs once, then runs update_epochs passes of
     optimizer steps over minibatches of whole groups.
 
     Args:
@@ -229,12 +264,14 @@ class GRPOTrainer:
     adv = np.asarray(rl.group_advantages(used, eps=cfg.adv_eps, scale=cfg.scale_advantages))
     n = roll["tokens"].shape[1]
     dev = {k: jnp.asarray(roll[k]) for k in ("input_ids", "attention_mask", "response_mask")}
-    old_logp, _ = self._logprobs(self.apply_fn, self.state.params, dev["input_ids"],
-                                 dev["attention_mask"], n, cfg.temperature)
-    ref_logp, _ = self._logprobs(self.apply_fn, self.ref_params, dev["input_ids"],
-                                 dev["attention_mask"], n, cfg.temperature)
-    data = {**dev, "old_logp": old_logp, "ref_logp": ref_logp,
-            "advantages": jnp.asarray(adv.reshape(-1))}
+    # One update over the whole batch is on-policy: the step reads its own log-probs as old_logp,
+    # so only the reference is scored here; otherwise both, in one program.
+    on_policy = cfg.update_epochs == 1 and mb_rows == rows
+    old_logp, ref_logp = self._logprobs(self.apply_fn, self.state.params, self.ref_params,
+                                        dev["input_ids"], dev["attention_mask"], n,
+                                        cfg.temperature, not on_policy)
+    data = {**dev, "ref_logp": ref_logp, "advantages": jnp.asarray(adv.reshape(-1)),
+            **({} if on_policy else {"old_logp": old_logp})}
     t_roll = time.perf_counter() - t0
 
     step = self._update(mb_rows // micro)

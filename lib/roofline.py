@@ -248,3 +248,24 @@ def update_flops(*, matmul_params: int, layers: int, heads: int, head_dim: int, 
   """
   tokens = batch * seq_len
   return int(6 * matmul_params * tokens + 6 * layers * heads * head_dim * batch * seq_len**2)
+
+
+def prefill_flops(*, matmul_params: int, head_params: int, attention_layers: int, heads: int,
+                  head_dim: int, batch: int, prompt_len: int) -> int:
+  """Model FLOPs of the sampler's prefill: a forward pass over [batch, prompt_len] tokens that
+  projects only the last position onto the vocabulary (`lib.sampling`'s prefill).
+
+  Formula: 2 (N - N_head) B P + 2 N_head B + 2 L H D B P^2, i.e. 2 FLOPs per matmul weight per
+  token, the head once per row, and softmax attention's QK^T + AV (2 x 2 H D per visible pair)
+  over the P^2 / 2 causal pairs in each of the L softmax-attention layers (a DeltaNet layer's
+  chunked recurrence is not counted; its projections are, in N).
+
+  Args:
+    matmul_params: N (`matmul_params`). head_params: N_head, the output head's weights (the
+      tied table when tied). attention_layers: L, softmax-attention layers. heads, head_dim: H, D.
+    batch, prompt_len: B, P.
+  Returns:
+    FLOPs per prefill.
+  """
+  return int(2 * (matmul_params - head_params) * batch * prompt_len + 2 * head_params * batch
+             + 2 * attention_layers * heads * head_dim * batch * prompt_len**2)

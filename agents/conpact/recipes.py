@@ -23,8 +23,9 @@ word occurs nowhere else in the paper). Our reading: a hypothetical error is a s
 reply acts on that the logged ground truth contradicts; it is constructed per reply by comparing
 every stated applicable field with the truth the agent recorded for that call (`records[*].truth`;
 discussion replies use their check's truth). Replies without a recorded truth (a protocol that
-asserts nothing) and actions the judge cannot rate (`optimality.non_optimal` is None) are not
-excluded, and the count of such unjudged targets is reported.
+asserts nothing) and actions the judge cannot rate (`optimality.non_optimal` is None: Sokoban
+boards the solver gives up on or that are lost already, BabyAI targets out of view, other envs)
+are not excluded.
 """
 import dataclasses
 from typing import Sequence
@@ -95,9 +96,3 @@ def problem(c: Candidate, env: str, schema: schemas.Schema, action_names: Sequen
       return "non_optimal_action"
   return None
 
-
-def optimality_judged(c: Candidate, env: str, action_names: Sequence[str]) -> bool:
-  """Whether the optimality judge could rate this actor target (for the unjudged count)."""
-  action = parse.parse_action(c.call["text"], action_names)
-  frame = scripted.current_frame(c.call["messages"][1]["content"])
-  return action is not None and optimality.non_optimal(env, frame, action) is not None

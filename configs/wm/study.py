@@ -9,6 +9,7 @@ seed, and every condition of a seed starts from that seed's warm start.
 
 python launch.py --config=configs/wm/study.py --workdir=runs/wm_study                  # 8 x 3
 python launch.py --config=configs/wm/study.py:validate_only=True --workdir=runs/wm_study  # knobs
+python launch.py --config=configs/wm/study.py:conditions=BASE --workdir=runs/wm_study  # BASE only
 python launch.py --config=configs/wm/study.py:debug=True --workdir=runs/wm_study_debug   # ~3 min
 """
 from configs import common
@@ -25,12 +26,19 @@ def get_config(arg=None):
   arg = common.parse_arg(arg, debug=False, seeds=3, rooms=1, objects=2, quest=1,
                          train_games=100, unseen_games=64, val_games=24, samples=4, steps=60,
                          sft_steps=400, eval_steps=8, games_dir="runs/wm_games",
-                         validate_only=False)
+                         validate_only=False, conditions="")
   c = wm_demo_config.get_config(f"debug={arg.debug}")   # the demo's model, SFT and RL blocks
   c.experiment = "wm/study"
   c.scale_label = "CPU scale, tiny model"
   c.seeds = list(range(2 if arg.debug else arg.seeds))
-  c.conditions = (["BASE", "GRPO-GT", "GT-PERM", "OPSD-MIS"] if arg.debug else list(CONDITIONS))
+  if arg.conditions:          # a subset, "+"-separated (e.g. BASE+GRPO-GT); BASE must be in it
+    c.conditions = arg.conditions.split("+")
+    unknown = [n for n in c.conditions if n not in CONDITIONS]
+    if unknown or "BASE" not in c.conditions:
+      raise ValueError(f"conditions: {unknown or 'BASE missing'}; valid: {'+'.join(CONDITIONS)}")
+  else:
+    c.conditions = (["BASE", "GRPO-GT", "GT-PERM", "OPSD-MIS"] if arg.debug
+                    else list(CONDITIONS))
   c.validate_only = arg.validate_only
 
   d = c.data

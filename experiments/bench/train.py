@@ -10,10 +10,19 @@ the ratio's range over rounds, and the summary records the load, CPU and thread 
 headline ratio on a noisy run: load above one per core). tokens/s counts every token of the batch
 (prompt + response / prompt + target), i.e. B x T per update, on both sides.
 
+Same work on both sides: the loss falls on the last `response_len` tokens, so both run the output
+head on the last response_len + 1 positions only (ours: `make_sft_step(target_window=...)` and
+`grpo.response_logprobs`; transformers: `logits_to_keep`, as TRL's GRPO trainer calls it) and
+neither materialises [B, T, vocab] logits; the SFT loss on the torch side is the same token-mean
+cross-entropy over that window.
+
 The physical limit (`lib.roofline`): the jitted float32 matmul peak is probed before the rounds;
 each row reports the model FLOPs of one update (`roofline.update_flops`: 6 N B T + causal attention
-6 L H D B T^2, N without the untied input embedding), each side's achieved GFLOP/s (FLOPs x median
-updates/s) and its share of the probed peak (MFU).
+6 L H D B T^2, N without the untied input embedding and the output head, plus the head's
+6 V d B (response_len + 1) on the window both sides score), each side's achieved GFLOP/s (FLOPs x
+median updates/s) and its share of the probed peak (MFU). Threads: XLA's CPU client and torch
+both use every core (`torch.get_num_threads()` and the environment's thread variables are
+recorded); no XLA flags are set by the benchmark (`XLA_FLAGS` is recorded as found).
 """
 import shutil
 import tempfile
@@ -57,12 +66,15 @@ def _torch_steps(hf_dir, c, sft_batch, rl_batch):
                           lr=c.lr, betas=(0.9, 0.999), eps=1e-8)
   ids = torch.as_tensor(sft_batch["input_ids"], dtype=torch.long)
   attn = torch.as_tensor(sft_batch["attention_mask"])
-  labels = ids.masked_fill(torch.as_tensor(sft_batch["loss_mask"]) == 0, -100)
   n = c.response_len
+  window = torch.as_tensor(sft_batch["loss_mask"][:, -n:]).bool()   # every target lies here
   rl = {k: torch.as_tensor(v) for k, v in rl_batch.items()}
 
   def sft_step():
-    loss = model(input_ids=ids, attention_mask=attn, labels=labels).loss
+    logits = model(input_ids=ids, attention_mask=attn, logits_to_keep=n + 1).logits[:, :-1]
+    nll = torch.nn.functional.cross_entropy(logits.float().transpose(1, 2), ids[:, -n:],
+                                            reduction="none")
+    loss = nll[window].mean()
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     opt.step()
@@ -70,7 +82,7 @@ def _torch_steps(hf_dir, c, sft_batch, rl_batch):
     return float(loss.detach())
 
   def grpo_step():
-    logits = model(input_ids=ids, attention_mask=attn).logits[:, -n - 1:-1].float()
+    logits = model(input_ids=ids, attention_mask=attn, logits_to_keep=n + 1).logits[:, :-1].float()
     logp_all = torch.log_softmax(logits, -1)
     logp = logp_all.gather(-1, ids[:, -n:, None])[..., 0]
     entropy = -(logp_all.exp() * logp_all).sum(-1)
@@ -109,15 +121,19 @@ def run(config, workdir):
                    clip_norm=1.0)
   sft_batch, rl_batch = _batches(np.random.default_rng(config.seed), c, mconf.vocab_size)
   gcfg = grpo.GRPOConfig(kl_coef=0.01, entropy_coef=0.001, clip_eps=0.2, dual_clip_c=3.0)
-  jax_steps = {"sft": (jax.jit(sft.make_sft_step(apply_fn, tx), donate_argnums=0), sft_batch),
+  sft_step = sft.make_sft_step(apply_fn, tx, target_window=c.response_len)
+  jax_steps = {"sft": (jax.jit(sft_step, donate_argnums=0), sft_batch),
                "grpo": (jax.jit(grpo.make_grpo_step(apply_fn, tx, gcfg), donate_argnums=0),
                         rl_batch)}
   hf_dir = tempfile.mkdtemp()
   models.save_pretrained(model, mconf, hf_dir)
   tokens = c.batch * c.seq_len
-  flops = roofline.update_flops(matmul_params=roofline.matmul_params(model, mconf),
+  # The output head runs on response_len + 1 positions per row on both sides (see above).
+  head = mconf.vocab_size * mconf.hidden_size
+  flops = roofline.update_flops(matmul_params=roofline.matmul_params(model, mconf) - head,
                                 layers=mconf.num_layers, heads=mconf.num_heads,
-                                head_dim=mconf.head_dim, batch=c.batch, seq_len=c.seq_len)
+                                head_dim=mconf.head_dim, batch=c.batch, seq_len=c.seq_len) \
+      + 6 * head * c.batch * (c.response_len + 1)
   limits = roofline.probe(config.roofline)       # before the rounds, on the same machine state
   peak = limits["matmul"]["gflop_s"]
   timer = Rounds(c.rounds, warmup=0)   # the first update of each side (compile) is the warm-up
@@ -177,10 +193,13 @@ def run(config, workdir):
                       f"AdamW + clip 1.0, median of {c.rounds} alternating rounds of {c.reps} "
                       f"updates; baseline: transformers Qwen3ForCausalLM + torch.optim.AdamW "
                       f"({threads} threads). tokens/s counts all B x T tokens (prompt + "
-                      f"response) on both sides. Ratio > 1 means ours is faster. " + timer.note()
+                      f"response) on both sides; both run the output head on the last "
+                      f"{c.response_len + 1} positions only (transformers: logits_to_keep). "
+                      f"Ratio > 1 means ours is faster. " + timer.note()
                       + "\n\n" + roofline.note(limits) + " GFLOP_per_update: model FLOPs of one "
                       "update, 6 N B T + causal attention 6 L H D B T^2 (N: matmul weights, the "
-                      "untied input embedding left out); *_GFLOP_s = that x median updates/s; "
+                      "untied input embedding and the output head left out) + the head's 6 V d B "
+                      "(response_len + 1); *_GFLOP_s = that x median updates/s; "
                       "*_mfu = *_GFLOP_s / the probed float32 matmul peak.")
   shutil.rmtree(hf_dir, ignore_errors=True)
   return summary

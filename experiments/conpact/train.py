@@ -25,8 +25,9 @@ Token budgets, in TARGET tokens per role (reply + EOS; `curate.target_tokens`), 
 Examples are taken in shuffled passes until the next would exceed the budget (`match_budget`), so
 a matched run ends within one example of it; `train.max_steps` > 0 caps the steps of an unmatched
 run (the cut is recorded as `budget_met: false`) -- a matched baseline ignores it, since its budget
-is the matched run's trained tokens (a capped recipe's, too). data_stats.json holds, per role: curated rows, trained rows and
-target tokens, the budget and its rule, rows by source and candidate replies excluded by reason.
+is the matched run's trained tokens (a capped recipe's, too). data_stats.json holds, per role:
+curated rows, trained rows and target tokens, the budget and its rule, rows by source and
+candidate replies excluded by reason.
 """
 import json
 import math

@@ -129,3 +129,13 @@ def test_update_flops_qwen3_tiny_by_hand():
   # 2 layers x (QK^T + AV: 2 x 2 H D per visible pair) x T^2 / 2 causal pairs x 3 (fwd + bwd)
   attention = 2 * (2 * 2 * 4 * 16) * (batch * seq**2 // 2) * 3
   assert got == dense + attention
+
+
+def test_prefill_flops_by_hand():
+  # 1,000 matmul weights of which 300 in the head, 2 attention layers x 4 heads x 16, 3 rows x 8
+  got = roofline.prefill_flops(matmul_params=1000, head_params=300, attention_layers=2, heads=4,
+                               head_dim=16, batch=3, prompt_len=8)
+  body = 2 * 700 * 3 * 8                       # every non-head weight, every prompt token
+  head = 2 * 300 * 3                           # the last position of each row only
+  attention = 2 * (2 * 2 * 4 * 16) * 3 * (8 * 8 // 2)   # QK^T + AV over P^2 / 2 pairs
+  assert got == body + head + attention

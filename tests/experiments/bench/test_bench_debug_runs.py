@@ -84,10 +84,12 @@ def _check_sampler(summary, table):
 def _check_train(summary, table):
   peak = summary["roofline"]["matmul"]["gflop_s"]
   assert peak > 0
-  # qwen3-tiny: N = 32,992 - 4,096 (untied input table), 4 x 32 tokens, 2 layers x 4 heads x 16
-  flops = 6 * (32992 - 4096) * 4 * 32 + 6 * 2 * 4 * 16 * 4 * 32**2
+  # qwen3-tiny: N = 32,992 - 4,096 (untied input table) - 4,096 (output head), 4 x 32 tokens,
+  # 2 layers x 4 heads x 16; the head runs on the last 16 + 1 positions of each row.
+  flops = 6 * (32992 - 2 * 4096) * 4 * 32 + 6 * 2 * 4 * 16 * 4 * 32**2 + 6 * 4096 * 4 * 17
   for r in table:
     assert r["GFLOP_per_update"] == pytest.approx(flops / 1e9)
+    assert r["same_first_loss"], r     # the windowed torch loss is the same loss as ours
     for side in ("jax", "torch"):
       gflop_s = flops / 1e9 * r[f"{side}_tokens_per_s"] / (4 * 32)   # tokens/s rounded to 0.1
       assert r[f"{side}_GFLOP_s"] == pytest.approx(gflop_s, rel=1e-3)
@@ -109,3 +111,26 @@ def test_sampler_resumes_rows_written_before_the_roofline_columns(tmp_path, caps
   summary = registry.get(config.experiment)(config, str(tmp_path))
   assert summary["bandwidth_frac_by_batch"] == {"1": None}
   assert "bandwidth not measured for this row" in capsys.readouterr().out
+
+
+def test_sampler_splits_prefill_from_decode(tmp_path):
+  # The prefill side of the rounds gives the decode-only rate and the prefill MFU, both from the
+  # recorded medians; the prefill FLOPs match a hand count.
+  config = importlib.import_module("configs.bench.sampler").get_config("debug=True")
+  config.batches, config.new_tokens = [2], 6
+  summary = registry.get(config.experiment)(config, str(tmp_path))
+  (row,) = json.loads((tmp_path / "summary.json").read_text())["table"]
+  peak = summary["roofline"]["matmul"]["gflop_s"]
+  assert row["prefill_mfu"] == pytest.approx(row["prefill_GFLOP"] / (row["prefill_ms"] / 1e3)
+                                             / peak)
+  # qwen3-tiny: 32,992 params less the untied 128 x 32 input table; head 128 x 32 at the last
+  # position; 2 attention layers x 4 heads x 16 over the 16-token prompt of 2 rows.
+  n, head = 32992 - 4096, 4096
+  flops = 2 * (n - head) * 2 * 16 + 2 * head * 2 + 2 * 2 * 4 * 16 * 2 * 16**2
+  assert row["prefill_GFLOP"] == pytest.approx(flops / 1e9)
+  if row["decode_steps_s"] is not None:
+    assert row["decode_GB_s"] == pytest.approx(row["read_MB_per_step"] / 1e3
+                                               * row["decode_steps_s"])
+    assert row["decode_bandwidth_frac"] == pytest.approx(
+        row["decode_GB_s"] / summary["roofline"]["memory"]["gb_s"])
+  assert set(summary["prefill_mfu_by_batch"]) == {"2"}

@@ -119,6 +119,8 @@ def accumulate_grads(loss_fn: Callable, params: Any, microbatches: Any,
     (loss, grads, metrics): loss and grads divided by the total weight; metrics averaged over the
     micro-batches (weight-weighted), plus "weight" (the total).
   """
+  if grad_sharding is None and jax.tree.leaves(microbatches)[0].shape[0] == 1:
+    return _one_microbatch(loss_fn, params, jax.tree.map(lambda x: x[0], microbatches))
   grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
   pin = lambda g: g if grad_sharding is None else jax.lax.with_sharding_constraint(
       g, grad_sharding)
@@ -144,3 +146,17 @@ def accumulate_grads(loss_fn: Callable, params: Any, microbatches: Any,
   metrics = jax.tree.map(lambda m: m / denom, met)
   metrics["weight"] = weight
   return loss / denom, grads, metrics
+
+
+def _one_microbatch(loss_fn: Callable, params: Any, mb: Any) -> tuple[Any, Any, Any]:
+  """`accumulate_grads` for k = 1: the gradient of loss_sum / weight (the weight does not depend
+  on the params), so no zero accumulator, no scan and no separate pass dividing the gradient."""
+  def scaled(p):
+    loss, (w, met) = loss_fn(p, mb)
+    denom = jnp.maximum(jax.lax.stop_gradient(w), 1e-12)
+    return loss / denom, (w, met, denom)
+
+  (loss, (weight, met, denom)), grads = jax.value_and_grad(scaled, has_aux=True)(params)
+  metrics = jax.tree.map(lambda m: weight * m / denom, met)
+  metrics["weight"] = weight
+  return loss, grads, metrics

@@ -41,7 +41,7 @@ from agents.conpact import curate, recipes, schemas, textenv
 from lib import model_setup, models, optim, sft_loop, train_loop
 from lib import tokenizer as tokenizer_lib
 from lib.results import markdown_table, write_summary
-from lib.train_state import TrainState, nnx_apply_fn
+from lib.train_state import nnx_apply_fn
 
 ROLES = ("planner", "actor")
 RECIPES = ("conpact_s", "conpact_r", "baseline")  # also checked by configs/conpact/train.py
@@ -217,7 +217,10 @@ def _train_role(config, workdir: str, role: str, tok, picked: list, stats: dict)
     apply_fn, params = nnx_apply_fn(model, compute_dtype=model_setup.compute_dtype(config.model))
     tx = optim.adamw(c.lr, steps, warmup_frac=0.05)
     batch_at, _ = training_batches(picked, tok, c.batch, c.max_len, config.seed)  # `steps` of them
-    run_ = sft_loop.train(apply_fn, TrainState.create(params, tx), tx, batch_at, steps, role_dir,
+    mesh = train_loop.make_mesh(config)   # scale=paper: --config.mesh.fsdp=N shards the role
+    state, state_sh = train_loop.create_state(params, tx, mesh)
+    run_ = sft_loop.train(apply_fn, state, tx, batch_at, steps, role_dir,
+                          mesh=mesh, state_sharding=state_sh,
                           log_every=c.log_every, ckpt_every=c.ckpt_every,
                           prefix=f"conpact_train/{role}/",
                           start_fresh=train_loop.fresh_start(config))

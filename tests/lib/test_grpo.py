@@ -1,8 +1,8 @@
 """lib/grpo.py: GRPO on a toy verifiable task with the tiny Qwen3 and the jitted sampler."""
 import jax
 import jax.numpy as jnp
-import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 from flax import nnx
 
@@ -82,3 +82,49 @@ def test_update_epochs_and_minibatches_go_off_policy(tiny):
   assert m["approx_kl"] != 0.0 and m["ratio_mean"] != 1.0
   with pytest.raises(ValueError, match="do not split"):
     make_trainer(tiny, minibatch_prompts=3)[1].iteration(ids, mask, rewards, jax.random.key(1))
+
+
+def _rollout_batch(rng, rows=4, prompt=4, n=3):
+  ids = rng.integers(0, 32, (rows, prompt + n)).astype(np.int32)
+  mask = np.ones_like(ids)
+  mask[0, :2] = 0                                   # one left-padded prompt
+  resp = np.ones((rows, n), np.int32)
+  resp[1, 2:] = 0                                   # one response that ended early
+  return {"input_ids": jnp.asarray(ids), "attention_mask": jnp.asarray(mask),
+          "response_mask": jnp.asarray(resp),
+          "ref_logp": jnp.asarray(rng.normal(-3.0, 0.3, (rows, n)).astype(np.float32)),
+          "advantages": jnp.asarray(rng.normal(size=(rows,)).astype(np.float32))}
+
+
+def test_response_logprobs_score_the_window_as_the_full_forward_does(tiny):
+  """The head runs on the last N + 1 positions only; log-probs and entropies equal a NumPy
+  log-softmax of the full forward's logits at the response positions."""
+  apply_fn, params, _ = tiny
+  batch = _rollout_batch(np.random.default_rng(0))
+  logp, entropy = grpo.response_logprobs(apply_fn, params, batch["input_ids"],
+                                         batch["attention_mask"], 3, temperature=0.7)
+  full = np.asarray(apply_fn(params, batch["input_ids"], batch["attention_mask"]), np.float64)
+  z = full[:, -4:-1] / 0.7
+  log_p = z - z.max(-1, keepdims=True)
+  log_p -= np.log(np.exp(log_p).sum(-1, keepdims=True))
+  tokens = np.asarray(batch["input_ids"])[:, -3:]
+  np.testing.assert_allclose(logp, np.take_along_axis(log_p, tokens[..., None], -1)[..., 0],
+                             rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(entropy, -(np.exp(log_p) * log_p).sum(-1), rtol=1e-5, atol=1e-5)
+
+
+def test_on_policy_step_reads_its_own_logprobs_as_old_logp(tiny):
+  """Without old_logp the step is on-policy: the same loss and update as with old_logp from a
+  separate pass over the same params, ratio exactly 1 and no drift."""
+  apply_fn, params, _ = tiny
+  tx = optax.sgd(1e-2)        # plain SGD: the update is the gradient, compared directly
+  step = jax.jit(grpo.make_grpo_step(apply_fn, tx, grpo.GRPOConfig()))
+  batch = _rollout_batch(np.random.default_rng(1))
+  old, _ = grpo.response_logprobs(apply_fn, params, batch["input_ids"], batch["attention_mask"], 3)
+  fresh = lambda: TrainState.create(jax.tree.map(jnp.copy, params), tx)
+  s_off, m_off = step(fresh(), {**batch, "old_logp": old})
+  s_on, m_on = step(fresh(), batch)
+  assert float(m_on["ratio_mean"]) == 1.0 and float(m_on["approx_kl"]) == 0.0
+  np.testing.assert_allclose(m_on["loss"], m_off["loss"], rtol=1e-5, atol=1e-6)
+  for a, b in zip(jax.tree.leaves(s_on.params), jax.tree.leaves(s_off.params)):
+    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)

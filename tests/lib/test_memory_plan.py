@@ -176,7 +176,8 @@ def test_a_run_stops_first_when_its_plan_does_not_fit(tmp_path):
                 "--config.plan.device_memory_gib=80")
   assert out.returncode == 2, out.stdout[-2000:] + out.stderr[-2000:]
   lines = out.stderr.strip().splitlines()
-  assert len(lines) == 1 and lines[0].startswith("launch.py: error: qwen2.5-7b (grpo) needs "), lines
+  assert len(lines) == 1, lines
+  assert lines[0].startswith("launch.py: error: qwen2.5-7b (grpo) needs "), lines
   assert "per device on mesh data=1 x fsdp=1 x model=1, the device has 80.00 GiB" in lines[0]
   assert not (tmp_path / "wm").exists()
 

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from lib.models.qwen.model import (MLP, WEIGHT_INIT, Context, Dense, KVCache, Qwen, attend,
-                                   heads_major, sharded_param)
+                                   heads_major, sharded_param, slots_last)
 from lib.models.qwen3_5.config import FULL, Qwen35Config
 from lib.models.qwen3_5.deltanet import GatedDeltaNet
 
@@ -78,10 +78,11 @@ class GatedAttention(nnx.Module):
       batch: B rows. max_len: S slots. dtype: of the buffers.
 
     Returns:
-      KVCache with zero K and V, each [B, num_kv_heads, S, head_dim].
+      KVCache with zero K [B, num_kv_heads, S, head_dim] and V [B, num_kv_heads, head_dim, S].
     """
-    shape = (batch, self.num_kv_heads, max_len, self.head_dim)
-    return KVCache(k=jnp.zeros(shape, dtype), v=jnp.zeros(shape, dtype))
+    k, d = self.num_kv_heads, self.head_dim
+    return KVCache(k=jnp.zeros((batch, k, max_len, d), dtype),
+                   v=jnp.zeros((batch, k, d, max_len), dtype))
 
   def __call__(self, x, ctx: Context, cache: KVCache | None = None):
     b, t, _ = x.shape
@@ -92,7 +93,7 @@ class GatedAttention(nnx.Module):
     q = partial_rope(q, ctx.positions, self.rope_theta, self.rotary_dim)
     k = partial_rope(k, ctx.positions, self.rope_theta, self.rotary_dim)
     if cache is None:
-      k, v = heads_major(k), heads_major(v)
+      k, v = heads_major(k), slots_last(v)
     else:
       cache = cache.write(k, v, ctx.cache_index)
       k, v = cache.k, cache.v

@@ -79,6 +79,19 @@ def _check_sampler(summary, table):
   # of 2 layers (2 kv heads x 16) + 1 mask byte, over 16 + (4 + 1) / 2 slots on average.
   _check_decode_roofline(summary, table,
                          read_mb=(4 * (32992 - 127 * 32) + 4 + (2 * 2 * 2 * 16 * 4 + 1) * 18.5) / 1e6)
+  # The prefill side of the rounds: decode-only rate and prefill MFU from the recorded medians.
+  # Prefill FLOPs: 32,992 params less the untied 128 x 32 input table, the 128 x 32 head at the
+  # last position only, 2 attention layers x 4 heads x 16 over the 16-token prompt (1 row).
+  n, head = 32992 - 4096, 4096
+  flops = 2 * (n - head) * 16 + 2 * head + 2 * 2 * 4 * 16 * 16**2
+  peak, gb_s = summary["roofline"]["matmul"]["gflop_s"], summary["roofline"]["memory"]["gb_s"]
+  for r in table:
+    assert r["prefill_GFLOP"] == pytest.approx(flops / 1e9)
+    assert r["prefill_mfu"] == pytest.approx(flops / 1e9 / (r["prefill_ms"] / 1e3) / peak)
+    if r["decode_steps_s"] is not None:      # None when the medians' difference is not positive
+      assert r["decode_GB_s"] == pytest.approx(r["read_MB_per_step"] / 1e3 * r["decode_steps_s"])
+      assert r["decode_bandwidth_frac"] == pytest.approx(r["decode_GB_s"] / gb_s)
+  assert set(summary["prefill_mfu_by_batch"]) == set(summary["decode_bandwidth_frac_by_batch"])
 
 
 def _check_train(summary, table):
@@ -112,25 +125,3 @@ def test_sampler_resumes_rows_written_before_the_roofline_columns(tmp_path, caps
   assert summary["bandwidth_frac_by_batch"] == {"1": None}
   assert "bandwidth not measured for this row" in capsys.readouterr().out
 
-
-def test_sampler_splits_prefill_from_decode(tmp_path):
-  # The prefill side of the rounds gives the decode-only rate and the prefill MFU, both from the
-  # recorded medians; the prefill FLOPs match a hand count.
-  config = importlib.import_module("configs.bench.sampler").get_config("debug=True")
-  config.batches, config.new_tokens = [2], 6
-  summary = registry.get(config.experiment)(config, str(tmp_path))
-  (row,) = json.loads((tmp_path / "summary.json").read_text())["table"]
-  peak = summary["roofline"]["matmul"]["gflop_s"]
-  assert row["prefill_mfu"] == pytest.approx(row["prefill_GFLOP"] / (row["prefill_ms"] / 1e3)
-                                             / peak)
-  # qwen3-tiny: 32,992 params less the untied 128 x 32 input table; head 128 x 32 at the last
-  # position; 2 attention layers x 4 heads x 16 over the 16-token prompt of 2 rows.
-  n, head = 32992 - 4096, 4096
-  flops = 2 * (n - head) * 2 * 16 + 2 * head * 2 + 2 * 2 * 4 * 16 * 2 * 16**2
-  assert row["prefill_GFLOP"] == pytest.approx(flops / 1e9)
-  if row["decode_steps_s"] is not None:
-    assert row["decode_GB_s"] == pytest.approx(row["read_MB_per_step"] / 1e3
-                                               * row["decode_steps_s"])
-    assert row["decode_bandwidth_frac"] == pytest.approx(
-        row["decode_GB_s"] / summary["roofline"]["memory"]["gb_s"])
-  assert set(summary["prefill_mfu_by_batch"]) == {"2"}

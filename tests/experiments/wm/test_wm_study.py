@@ -77,10 +77,11 @@ def test_one_warm_start_gives_a_usable_gt_reward_and_seeds_vary_training(study):
   c, work, s = study
   summary = json.load(open(os.path.join(work, "base", "sft_summary.json")))
   check = summary["check"]
-  # replies close <next_state> (an untrained model closes none, below). Measured 0.19 after the
-  # debug warm start (150 steps on 4 games); the full study's check is in its summary.
+  # replies close <next_state> (an untrained model closes none, below). Measured 0.19 and 0.38
+  # after debug warm starts (150 steps); the full study's check is in its summary.
   assert check["well_formed"] >= 0.1, check
-  assert check["prompts"] == c.check.prompts and check["group_size"] == 4
+  short = data.load_samples(os.path.join(work, "base", "train_short.jsonl"))
+  assert check["prompts"] == min(c.check.prompts, len(short)) and check["group_size"] == 4
   assert summary["loss_last"] < 0.5 * summary["loss_first"]
   assert 0 < summary["agent_steps_listed"]
   # every seed trains from the same BASE with its own data order and keys: different weights

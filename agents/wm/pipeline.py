@@ -92,7 +92,8 @@ def warm_start(config, workdir: str, data_dir: str, seed: int) -> str:
   short_held = [s for s in held if _fits(tok, s, t)]
   data.save_jsonl(os.path.join(workdir, "train_short.jsonl"), short)
   data.save_jsonl(os.path.join(workdir, "heldout_short.jsonl"), short_held)
-  rows = warmstart.sft_rows(short, trajs, config.history_window, c.teacher_view)
+  rows = warmstart.sft_rows(short, trajs, config.history_window, c.teacher_view,
+                            c.drop_repeats)
   encoded = warmstart.encode_rows(tok, rows, c.max_len)
   params, losses = warmstart.sft(model, encoded, c, config.sft_optim, seed, workdir)
   policy.export(model, params, tok, out)

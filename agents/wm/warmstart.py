@@ -48,7 +48,8 @@ def fits(tok, s: data.WMSample, max_output_tokens: int) -> bool:
 
 
 def sft_rows(samples: Sequence[data.WMSample], trajs: Sequence[Trajectory],
-             history_window: int, teacher_view: bool = False) -> list[tuple[list[dict], str]]:
+             history_window: int, teacher_view: bool = False,
+             drop_repeats: bool = False) -> list[tuple[list[dict], str]]:
   """(messages, reply) pairs: world-model replies and expert agent replies, in the no-list
   regime and, for steps that recorded the env's admissible actions, the list regime too.
 
@@ -56,6 +57,10 @@ def sft_rows(samples: Sequence[data.WMSample], trajs: Sequence[Trajectory],
   next observation appended as privileged information). A large model reads such context
   unprompted; a tiny one has never seen that prompt, and an out-of-distribution teacher drags
   the student away from the output contract instead of towards the privileged content.
+
+  drop_repeats keeps one agent row per run of a repeated (observation, action) step: a noisy
+  expert that has lost its plan issues "look" until the step limit (39% of the study's agent
+  steps were "look"), and a warm start on those rows answers "look" everywhere.
   """
   rows = [(data.prompt_messages(s), world_model_reply(s)) for s in samples]
   if teacher_view:
@@ -63,7 +68,9 @@ def sft_rows(samples: Sequence[data.WMSample], trajs: Sequence[Trajectory],
   for traj in trajs:
     hist = []
     for t, step in enumerate(traj.steps):
-      if step.action is not None:
+      repeat = t > 0 and (step.obs, step.action) == (traj.steps[t - 1].obs,
+                                                     traj.steps[t - 1].action)
+      if step.action is not None and not (drop_repeats and repeat):
         window = hist[-history_window:] if history_window else []
         for admissible in (None, step.admissible) if step.admissible else (None,):
           prompt = agent_prompt(traj.env, traj.task, window, step.obs, t, admissible)

@@ -48,7 +48,8 @@ def get_config(arg=None):
                ckpt_every=100, teacher_view=True,
                # expert + noisy-expert episodes: a tiny model trained on expert steps of 40
                # games alone never picks a listed action in unseen games (95% action failure)
-               agent_rows="all")
+               agent_rows="all",
+               drop_repeats=False)   # True: one agent row per run of a repeated step
   c.sft_optim = dict(lr=3e-3, warmup_frac=0.05, schedule="cosine", weight_decay=0.01, b1=0.9,
                      b2=0.999, clip_norm=1.0)
   c.check = dict(prompts=8)                  # GRPO-GT groups sampled from BASE before training

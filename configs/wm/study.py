@@ -44,16 +44,14 @@ def get_config(arg=None):
   d = c.data
   d.scienceworld.enabled = False
   d.bench_repeats = 0
-  d.max_steps = 30
+  # data episodes: a noisy expert that loses its plan repeats "look" to the step limit, and in
+  # the debug pool such a run would hold most transitions (no MIS derangement exists then)
+  d.max_steps = 8 if arg.debug else 30
   tw = d.textworld
   tw.games_dir = "" if arg.debug else arg.games_dir    # "" = <workdir>/data/textworld_games
   tw.processes = 2
   tw.train_settings = [list(s) for s in TRAIN_SETTINGS[:1 if arg.debug else None]]
   tw.train_seeds = list(range(1, 7 if arg.debug else 1 + arg.train_games))
-  if arg.debug:
-    # one noisy-expert episode per game: a second one of these 6 games gets stuck repeating
-    # "look" for 27 steps, and a pool dominated by one target has no MIS derangement
-    d.noisy_reps = 1
   # unseen evaluation games: their own seed range, at the chosen setting
   tw.world_size, tw.nb_objects, tw.quest_length = arg.rooms, arg.objects, arg.quest
   tw.eval_seeds = list(range(9001, 9001 + (4 if arg.debug else arg.unseen_games)))
@@ -67,6 +65,9 @@ def get_config(arg=None):
   # one warm start shared by every seed (BASE); 150 steps is the fewest that closes the tags
   c.sft.steps = 150 if arg.debug else arg.sft_steps
   c.sft.ckpt_every = 200
+  # one agent row per run of a repeated (observation, action) step: the noisy expert's "look"
+  # loops made a warm start that answers "look" everywhere (agents/wm/warmstart.sft_rows)
+  c.sft.drop_repeats = True
   c.check.prompts = 4 if arg.debug else 8
   c.train_template.train.steps = 2 if arg.debug else arg.steps
 

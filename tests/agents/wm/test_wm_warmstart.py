@@ -65,3 +65,19 @@ def test_agent_rows_cover_both_regimes_and_parse_back():
   no_history = warmstart.sft_rows([], [traj], history_window=0)
   assert "(none" in no_history[2][0][0]["content"]   # window 0: no earlier step shown
 
+
+
+def test_drop_repeats_keeps_one_row_per_run_of_a_repeated_step():
+  # a noisy expert that lost its plan: "look" in the same room until the step limit
+  stuck = [Step("You are in the hall.", "go west", "You can't go that way.", admissible=None)]
+  stuck += [Step("You can't go that way.", "look", "You are in the hall.", admissible=None)]
+  stuck += [Step("You are in the hall.", "look", "You are in the hall.", admissible=None)
+            for _ in range(5)]
+  traj = Trajectory("textworld", "textworld/corridor", "take the key", stuck, success=False,
+                    score=0.0)
+  replies = lambda rows: [r for _, r in rows]
+  kept = warmstart.sft_rows([], [traj], history_window=1, drop_repeats=True)
+  assert replies(kept) == [warmstart.agent_reply(a) for a in ("go west", "look", "look")]
+  assert len(warmstart.sft_rows([], [traj], history_window=1)) == 7   # default keeps every step
+  # the kept first "look" in the hall still shows the step before it as history
+  assert "You can't go that way." in kept[2][0][0]["content"]

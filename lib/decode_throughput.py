@@ -187,7 +187,8 @@ def compare_generation(model, hf, cfg, config, workdir: str, tag: str, title: st
                       "read (every weight once, an untied embedding only for its gathered rows, "
                       "the decode cache's filled slots on average); ours_GB_s = that x our median "
                       "steps/s (tokens/s / batch, prefill included); bandwidth_frac = ours_GB_s / "
-                      "the probed bandwidth; bandwidth_bound_tok_s: tokens/s at that bandwidth; decode_* the same "
-                      "for the decode alone (the prefill side's median seconds subtracted); "
-                      "prefill_mfu = prefill model FLOPs / prefill seconds / the matmul peak.")
+                      "the probed bandwidth; bandwidth_bound_tok_s: tokens/s at that bandwidth; "
+                      "decode_* the same for the decode alone (the prefill side's median "
+                      "seconds subtracted); prefill_mfu = prefill model FLOPs / prefill seconds / "
+                      "the matmul peak.")
   return summary

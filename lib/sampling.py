@@ -6,8 +6,10 @@ The model only needs `init_cache(batch, max_len)`, `extend(ids, mask, cache) -> 
 `config` (lib/models/qwen/model.py); `extend_hidden` + `logits`, when present, spare the prefill the
 [B, prompt, vocab] logits. Other decoder families plug in unchanged.
 Model weights enter as an argument (graphdef/state split), so one compiled program serves any
-checkpoint of the same shape; the KV cache is donated. Prompts are left-padded to a power-of-two
-length bucket, so the program compiles once per (batch, bucket, max_new_tokens, top_k, eos ids).
+checkpoint of the same shape; the KV cache is donated (updated in place). The per-step token
+choice (greedy or filtered sampling, the chosen token's log-prob) is `lib/token_choice.py`.
+Prompts are left-padded to a power-of-two length bucket, so the program compiles once per
+(batch, bucket, max_new_tokens, top_k, eos ids).
 
 `generate_text` (strings or chat messages in, `DecodedText`s out) wraps it with a tokenizer. Stop
 strings are applied there, on the host, once per batch after decoding: a sequence that produces a

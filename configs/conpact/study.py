@@ -80,7 +80,9 @@ def get_config(arg=None):
       weight_decay=0.01, clip_norm=1.0, max_len=1024, log_every=20, ckpt_every=200))
 
   # 4./7. evaluation-split episodes (conpact/eval with a Flax backend per role)
-  reply = dict(actor_max_tokens=96, planner_max_tokens=96, temperature=0.7)
+  # replies: the longest demonstration reply is 51 tokens with the study's BPE; sampled at 0.7 so
+  # the k rollouts differ (pass@k, pass^k)
+  reply = dict(actor_max_tokens=56, planner_max_tokens=56, temperature=0.7)
   ev = ml_collections.ConfigDict()
   ev.experiment = "conpact/eval"
   ev.seed = 0

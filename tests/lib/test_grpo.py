@@ -101,9 +101,10 @@ def test_response_logprobs_score_the_window_as_the_full_forward_does(tiny):
   log-softmax of the full forward's logits at the response positions."""
   apply_fn, params, _ = tiny
   batch = _rollout_batch(np.random.default_rng(0))
-  logp, entropy = grpo.response_logprobs(apply_fn, params, batch["input_ids"],
-                                         batch["attention_mask"], 3, temperature=0.7)
-  full = np.asarray(apply_fn(params, batch["input_ids"], batch["attention_mask"]), np.float64)
+  logp, entropy = jax.jit(grpo.response_logprobs, static_argnums=(0, 4, 5))(
+      apply_fn, params, batch["input_ids"], batch["attention_mask"], 3, 0.7)
+  full = np.asarray(jax.jit(apply_fn)(params, batch["input_ids"], batch["attention_mask"]),
+                    np.float64)
   z = full[:, -4:-1] / 0.7
   log_p = z - z.max(-1, keepdims=True)
   log_p -= np.log(np.exp(log_p).sum(-1, keepdims=True))
@@ -120,7 +121,8 @@ def test_on_policy_step_reads_its_own_logprobs_as_old_logp(tiny):
   tx = optax.sgd(1e-2)        # plain SGD: the update is the gradient, compared directly
   step = jax.jit(grpo.make_grpo_step(apply_fn, tx, grpo.GRPOConfig()))
   batch = _rollout_batch(np.random.default_rng(1))
-  old, _ = grpo.response_logprobs(apply_fn, params, batch["input_ids"], batch["attention_mask"], 3)
+  old, _ = jax.jit(grpo.response_logprobs, static_argnums=(0, 4))(
+      apply_fn, params, batch["input_ids"], batch["attention_mask"], 3)
   fresh = lambda: TrainState.create(jax.tree.map(jnp.copy, params), tx)
   s_off, m_off = step(fresh(), {**batch, "old_logp": old})
   s_on, m_on = step(fresh(), batch)

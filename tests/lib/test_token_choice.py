@@ -31,6 +31,6 @@ def test_chosen_logprob_is_log_softmax_gather_bit_for_bit():
   np.testing.assert_allclose(np.asarray(shifted - lse), np.asarray(ref), rtol=0, atol=1e-6)
   # and against float64 numpy
   x = np.asarray(logits, np.float64)
-  want = x - x.max(-1, keepdims=True) - np.log(np.exp(x - x.max(-1, keepdims=True)).sum(-1,
-                                                                                       keepdims=True))
+  shifted = x - x.max(-1, keepdims=True)
+  want = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
   np.testing.assert_allclose(np.asarray(logp), want[np.arange(4), np.asarray(token)], atol=1e-5)

@@ -80,9 +80,11 @@ def get_config(arg=None):
       weight_decay=0.01, clip_norm=1.0, max_len=1024, log_every=20, ckpt_every=200))
 
   # 4./7. evaluation-split episodes (conpact/eval with a Flax backend per role)
-  # replies: the longest demonstration reply is 51 tokens with the study's BPE; sampled at 0.7 so
-  # the k rollouts differ (pass@k, pass^k)
-  reply = dict(actor_max_tokens=56, planner_max_tokens=56, temperature=0.7)
+  # replies: the longest demonstration reply is 51 tokens with the study's BPE. Temperature 0.3:
+  # the k rollouts differ (pass@k, pass^k) while a tiny model's low-probability tail (malformed
+  # tags, seen at 0.7 in a debug run's transcripts) stays rare; set before any full-size result.
+  # A debug run decodes greedily: its 100-step models are too raw to sample from.
+  reply = dict(actor_max_tokens=56, planner_max_tokens=56, temperature=0.0 if d else 0.3)
   ev = ml_collections.ConfigDict()
   ev.experiment = "conpact/eval"
   ev.seed = 0

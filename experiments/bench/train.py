@@ -185,8 +185,10 @@ def run(config, workdir):
              "mfu": {r["update"]: timer.headline(r["jax_mfu"]) for r in table},
              "roofline": limits,
              "noisy": machine["noisy"], "machine": machine,
-             "tokens": token_accounting(c.seq_len - c.response_len, c.response_len,
-                                        "prompt+response")}
+             # per timed call: `reps` updates of B rows, each T - n prompt + n response tokens
+             "tokens": {**token_accounting(c.reps * c.batch * (c.seq_len - c.response_len),
+                                           c.reps * c.batch * c.response_len, "prompt+response"),
+                        "updates_per_call": c.reps, "tokens_per_update": tokens}}
   print(timer.note(), flush=True)
   write_summary(workdir, summary, table, title="Training-update throughput vs PyTorch",
                 notes=f"{c.preset} ({table[0]['params_M']}M params), batch {c.batch}x{c.seq_len}, "

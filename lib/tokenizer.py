@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Iterable
 
 import transformers
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
 
 PAD = "<|endoftext|>"
 IM_START = "<|im_start|>"
@@ -68,7 +68,7 @@ def render_chat(tokenizer, messages: list[dict], add_generation_prompt: bool = T
                                        add_generation_prompt=add_generation_prompt, **kwargs)
 
 
-def train_tokenizer(texts: Iterable[str], vocab_size: int, path,
+def train_tokenizer(texts: Iterable[str], vocab_size: int, path, split_pattern: str | None = None,
                     ) -> transformers.PreTrainedTokenizerFast:
   """Trains a byte-level BPE on `texts` and saves it in Hugging Face format at `path`.
 
@@ -80,6 +80,8 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int, path,
     texts: the training corpus.
     vocab_size: the vocabulary size, >= 3 specials + 256 bytes (ValueError otherwise).
     path: the directory to save it in (created if missing).
+    split_pattern: None for GPT-2's word regex; else a regex whose matches are isolated as pieces
+      before the byte-level mapping (a domain pre-tokenizer, e.g. one piece per DSL argument).
   Returns:
     The tokenizer as reloaded from `path` by `load_tokenizer` (ChatML template, left padding).
   """
@@ -87,7 +89,12 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int, path,
   if vocab_size < min_size:
     raise ValueError(f"vocab_size must be >= {min_size} (specials + 256 bytes), got {vocab_size}")
   bpe = Tokenizer(models.BPE())
-  bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+  if split_pattern is None:
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+  else:
+    bpe.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(split_pattern), behavior="isolated"),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
   bpe.decoder = decoders.ByteLevel()
   trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=list(SPECIAL_TOKENS),
                                 initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
@@ -96,6 +103,7 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int, path,
   tok = transformers.PreTrainedTokenizerFast(
       tokenizer_object=bpe, eos_token=IM_END, pad_token=PAD, chat_template=CHATML_TEMPLATE,
       padding_side="left", clean_up_tokenization_spaces=False)
+  Path(path).mkdir(parents=True, exist_ok=True)
   save_tokenizer(tok, path)
   return load_tokenizer(path)
 

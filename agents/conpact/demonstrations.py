@@ -31,7 +31,9 @@ agents/conpact/react.py (no sub-goal, no assertion), the believed state's action
 Each row: {"messages": [system, user], "target": reply, "meta": {env, instance, t, role, noisy,
 wrong, truth, belief}}; `messages` + `target` is the format `agents.conpact.curate.sft_batch` consumes.
 """
+import contextlib
 import functools
+import io
 
 import numpy as np
 
@@ -102,7 +104,10 @@ def _babyai_episode(task_id: str, seed: int):
   import gymnasium as gym  # pylint: disable=import-outside-toplevel
   from minigrid.utils.baby_ai_bot import BabyAIBot  # pylint: disable=import-outside-toplevel
   env = gym.make(task_id)
-  env.reset(seed=seed)
+  # Farama's level generator prints a line per rejected sample ("Sampling rejected: ...") to
+  # stdout; thousands of them would bury the run's log
+  with contextlib.redirect_stdout(io.StringIO()):
+    env.reset(seed=seed)
   bot = BabyAIBot(env.unwrapped)
   state, _ = from_minigrid(env)
   frames, facts, actions = [minigrid_text.render_text(state)], [minigrid_text.state_facts(state)], []
@@ -227,8 +232,8 @@ def _discussion(env_id, frames, facts, t, role, row, reply, noise, rngs) -> dict
                                                           role)}]
   meta = {**_meta(env_id, row["meta"]["instance"], t, role, noisy, facts, assertion),
           "discussion": True, "teammate": other}
-  return {"messages": messages, "target": reply(board, assertion, noisy, "check the observation again"),
-          "meta": meta}
+  target = reply(board, assertion, noisy, "check the observation again")
+  return {"messages": messages, "target": target, "meta": meta}
 
 
 def planner_rows(env_id: str, instances, noise: float, seed: int, discuss: float = 0.0

@@ -77,7 +77,8 @@ MINIGRID_TASK = Task(
 
 # BabyAI source seeds (expert demonstrations, source rollouts); evaluation uses 1000 + offset.
 MINIGRID_SOURCE_SEEDS = range(0, 100)
-assert not set(MINIGRID_SOURCE_SEEDS) & {minigrid_splits.SEED_BASE + o for o in minigrid_splits.OFFSETS}
+assert not set(MINIGRID_SOURCE_SEEDS) & {minigrid_splits.SEED_BASE + o
+                                         for o in minigrid_splits.OFFSETS}
 
 
 def minigrid_instances(tasks=tuple(minigrid_splits.LIMITS), per_task: int = 5,
@@ -91,9 +92,11 @@ def minigrid_instances(tasks=tuple(minigrid_splits.LIMITS), per_task: int = 5,
   for task_id in tasks:
     budget = minigrid_splits.LIMITS[task_id]
     for offset in range(per_task):
-      seed, name = ((minigrid_splits.SEED_BASE + offset, f"{task_id}/{offset}")
-                    if split == "evaluation" else
-                    (MINIGRID_SOURCE_SEEDS[offset], f"{task_id}/source-{MINIGRID_SOURCE_SEEDS[offset]}"))
+      if split == "evaluation":
+        seed, name = minigrid_splits.SEED_BASE + offset, f"{task_id}/{offset}"
+      else:
+        seed = MINIGRID_SOURCE_SEEDS[offset]
+        name = f"{task_id}/source-{seed}"
       out.append(Instance(name, seed, budget, budget,
                           functools.partial(minigrid_text.text_env, task_id)))
   return out

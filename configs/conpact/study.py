@@ -9,15 +9,15 @@ trained pair -> report. Resumable: each stage is skipped when its done marker is
 
 python launch.py --config=configs/conpact/study.py --workdir=runs/conpact_study
 python launch.py --config=configs/conpact/study.py:debug=True --workdir=runs/conpact_study_dbg
-python launch.py --config=configs/conpact/study.py:small=True --workdir=runs/conpact_study_small
+python launch.py --config=configs/conpact/study.py:small=True --workdir=runs/conpact_study_small  # README run
 python launch.py --config=configs/conpact/study.py:checkpoint=/path/to/Qwen3-0.6B --workdir=runs/cs_q
 """
 import ml_collections
 
+from agents.conpact import demonstrations
 from configs import common
 from configs.conpact import scripted as scripted_config
 from configs.conpact import train as train_config
-from agents.conpact import demonstrations
 from lib.llm import factory
 from lib.model_setup import model_block
 
@@ -65,8 +65,8 @@ def get_config(arg=None):
   # 1. supervision rows (source split); noise fixed above, separate streams per role
   # discuss: share of rows followed by a discussion row (conflict turn, then a fresh look at the
   # same noise rate); react: ReAct-format actor rows too (the ReAct baseline runs the actor)
-  c.data = dict(sokoban=6 if d else 60, babyai=4 if d else 20, noise=NOISE, discuss=DISCUSS,
-                react=True, planner_seed=101, actor_seed=202)
+  c.data = dict(sokoban=3 if d else 60, babyai=2 if d else 20, noise=NOISE, discuss=DISCUSS,
+                react=not d, planner_seed=101, actor_seed=202)   # debug: one actor format
   # 2.-3. tokenizer and the two base models: a tiny Qwen3 from scratch (BPE trained on the rows),
   # or `checkpoint` (a local HF dir with its tokenizer) for both roles, paper scale
   size = (dict(hidden_size=64, intermediate_size=128, head_dim=16) if d or arg.small else
@@ -76,27 +76,26 @@ def get_config(arg=None):
                                        tie_word_embeddings=True, max_position_embeddings=4096,
                                        **size))
   c.base = dict(planner_seed=1, actor_seed=2, train=dict(
-      steps=100 if d else arg.steps, batch=8 if d or arg.small else 16, lr=3e-3, warmup_frac=0.03,
+      steps=40 if d else arg.steps, batch=8 if d or arg.small else 16, lr=3e-3, warmup_frac=0.03,
       weight_decay=0.01, clip_norm=1.0, max_len=1024, log_every=20, ckpt_every=200))
 
   # 4./7. evaluation-split episodes (conpact/eval with a Flax backend per role)
   # replies: the longest demonstration reply is 51 tokens with the study's BPE. Temperature 0.3:
   # the k rollouts differ (pass@k, pass^k) while a tiny model's low-probability tail (malformed
   # tags, seen at 0.7 in a debug run's transcripts) stays rare; set before any full-size result.
-  # A debug run decodes greedily: its 100-step models are too raw to sample from.
-  reply = dict(actor_max_tokens=56, planner_max_tokens=56, temperature=0.0 if d else 0.3)
+  reply = dict(actor_max_tokens=56, planner_max_tokens=56, temperature=0.3)
   ev = ml_collections.ConfigDict()
   ev.experiment = "conpact/eval"
   ev.seed = 0
   ev.envs = list(c.envs)
   ev.split = "evaluation"
-  ev.instances = 4 if d else arg.sokoban     # Sokoban evaluation levels (200 = paper)
-  ev.minigrid_per_task = 2 if d else arg.mg_per_task
+  ev.instances = 2 if d else arg.sokoban     # Sokoban evaluation levels (200 = paper)
+  ev.minigrid_per_task = 1 if d else arg.mg_per_task
   ev.minigrid_tasks = list(c.minigrid_tasks)
   ev.rollouts = arg.rollouts                 # k of avg@k / pass@k / pass^k
   ev.max_live = None
   ev.n_resamples = 200 if d else 2000
-  ev.budget_cap = 8 if d else arg.budget     # A = C cap per episode (0: the paper's budgets)
+  ev.budget_cap = 4 if d else arg.budget     # A = C cap per episode (0: the paper's budgets)
   ev.label = c.label
   # batches padded to >= min_batch rows: few compiled programs (compiles dominate small runs)
   ev.backend = factory.backend_config("flax", model=dict(checkpoint=""), max_batch=256,
@@ -109,8 +108,8 @@ def get_config(arg=None):
   c.trained_conditions = list(TRAINED)
 
   # 5. source rollouts for curation: ConPAct-I + the ReAct reference on SOURCE instances
-  c.source = dict(sokoban=4 if d else 10 if arg.small else 40,
-                  mg_per_task=2 if d or arg.small else 4, rollouts=2,
+  c.source = dict(sokoban=2 if d else 10 if arg.small else 40,
+                  mg_per_task=1 if d else 2 if arg.small else 4, rollouts=2,
                   conditions=["react", "conpact_i"])
 
   # 6. ConPAct-S / R (+ data ablations) and the token-matched baseline via conpact/train
@@ -118,6 +117,8 @@ def get_config(arg=None):
   # data_stats.json records budget_met) with a from-scratch-sized learning rate (paper 1e-5 at 8B)
   c.train = train_config.get_config("debug=True" if d else None)
   c.train.train.update(dict(batch=4 if d else 8, max_len=1024, lr=1e-3,
-                            max_steps=4 if d else arg.train_steps, log_every=10, ckpt_every=100))
-  c.recipes = [dict(name=n, recipe=r, curate=cur) for n, r, cur in RECIPES]
+                            max_steps=2 if d else arg.train_steps, log_every=10, ckpt_every=100))
+  # debug (a CI test): one recipe and its baseline keep the run to a few minutes
+  c.recipes = [dict(name=n, recipe=r, curate=cur) for n, r, cur in RECIPES
+               if not d or n in ("conpact_r", "baseline")]
   return c

@@ -6,6 +6,9 @@ those seeds, so `instance(..., source="farama")` (default) builds the level with
 `minigrid` and converts it with `from_minigrid`; `source="jax"` draws our generator's level
 for `jax.random.key(seed)` instead (same distribution, different levels).
 """
+import contextlib
+import io
+
 import jax
 
 from envs.minigrid import tasks
@@ -42,7 +45,9 @@ def instance(task: str, seed: int, source: str = "farama") -> tuple[State, EnvPa
     import gymnasium as gym
     import minigrid  # noqa: F401  (registers the BabyAI ids)
     env = gym.make(task)
-    env.reset(seed=seed)
+    # the level generator prints a line per rejected sample to stdout; keep run logs readable
+    with contextlib.redirect_stdout(io.StringIO()):
+      env.reset(seed=seed)
     return from_minigrid(env)
   if source == "jax":
     env = BabyAIEnv(task)

@@ -50,7 +50,7 @@ def _data(config, workdir) -> dict:
 def _tokenizer(config, workdir, data) -> str | None:
   if config.model.checkpoint:
     return None
-  rows = study_rows.read_jsonl(data["planner"]["path"]) + study_rows.read_jsonl(data["actor"]["path"])
+  rows = [r for role in ROLES for r in study_rows.read_jsonl(data[role]["path"])]
   path = os.path.join(workdir, "tokenizer")
   train_conpact_tokenizer(study_rows.corpus(rows), config.model.vocab_size, path)
   return path
@@ -130,8 +130,8 @@ def run(config, workdir):
     c = _eval_config(config, {r: t[r] for r in ROLES},
                      conditions=[x for x in config.online.conditions
                                  if x["name"] in config.trained_conditions])
-    evals[name] = stages.run(f"eval/{name}",
-                             lambda c=c, name=name: _evaluate(c, os.path.join(workdir, "eval", name)))
+    out = os.path.join(workdir, "eval", name)
+    evals[name] = stages.run(f"eval/{name}", lambda c=c, out=out: _evaluate(c, out))
   tables = _study_tables(config, {n: e["workdir"] for n, e in evals.items()}, trained)
   return report.write(config, workdir, stages, data, base, online_dir, tables)
 

@@ -1,5 +1,5 @@
 """The CPU study end to end on its debug config (TextWorld only, 2 seeds, BASE + GRPO-GT +
-GT-PERM + OPSD-MIS): cached parallel game generation, a warm start that gives GRPO-GT a usable
+OPSD-MIS): cached parallel game generation, a warm start that gives GRPO-GT a usable
 reward, the validation knob table, every condition x seed evaluated on the unseen games,
 the pooled pass@k curves and the paired analyses, and a rerun that resumes instead of replaying.
 """

@@ -52,3 +52,13 @@ def test_react_rows_use_the_single_role_prompt():
   assert "<state>" not in rows[0]["target"] and "<status>" not in rows[0]["target"]
   assert "sub-goal" not in rows[0]["messages"][0]["content"]
   assert "Sub-goal:" not in rows[0]["messages"][1]["content"]
+
+
+def test_minigrid_source_instances_are_disjoint_from_evaluation():
+  src = textenv.minigrid_instances((TASK,), per_task=3, split="source")
+  ev = textenv.minigrid_instances((TASK,), per_task=3)
+  assert [i.env_seed for i in src] == list(textenv.MINIGRID_SOURCE_SEEDS[:3])
+  assert not {i.env_seed for i in src} & {i.env_seed for i in ev}
+  assert not {i.instance_id for i in src} & {i.instance_id for i in ev}
+  with pytest.raises(ValueError, match="split must be"):
+    textenv.minigrid_instances((TASK,), per_task=1, split="test")

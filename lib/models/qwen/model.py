@@ -110,6 +110,12 @@ class KVCache:
   k: jax.Array
   v: jax.Array
 
+  @classmethod
+  def empty(cls, batch: int, kv_heads: int, max_len: int, head_dim: int, dtype) -> "KVCache":
+    """Zero K [B, kv_heads, S, head_dim] and V [B, kv_heads, head_dim, S] with S = max_len slots."""
+    return cls(k=jnp.zeros((batch, kv_heads, max_len, head_dim), dtype),
+               v=jnp.zeros((batch, kv_heads, head_dim, max_len), dtype))
+
   def write(self, k, v, index) -> "KVCache":
     """The cache with T new keys and values stored at slots index .. index + T - 1.
 
@@ -184,9 +190,7 @@ class Attention(nnx.Module):
     Returns:
       KVCache with zero K [B, num_kv_heads, S, head_dim] and V [B, num_kv_heads, head_dim, S].
     """
-    k, d = self.num_kv_heads, self.head_dim
-    return KVCache(k=jnp.zeros((batch, k, max_len, d), dtype),
-                   v=jnp.zeros((batch, k, d, max_len), dtype))
+    return KVCache.empty(batch, self.num_kv_heads, max_len, self.head_dim, dtype)
 
   def __call__(self, x, ctx: Context, cache: KVCache | None = None):
     b, t, _ = x.shape

@@ -80,9 +80,7 @@ class GatedAttention(nnx.Module):
     Returns:
       KVCache with zero K [B, num_kv_heads, S, head_dim] and V [B, num_kv_heads, head_dim, S].
     """
-    k, d = self.num_kv_heads, self.head_dim
-    return KVCache(k=jnp.zeros((batch, k, max_len, d), dtype),
-                   v=jnp.zeros((batch, k, d, max_len), dtype))
+    return KVCache.empty(batch, self.num_kv_heads, max_len, self.head_dim, dtype)
 
   def __call__(self, x, ctx: Context, cache: KVCache | None = None):
     b, t, _ = x.shape

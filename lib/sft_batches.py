@@ -86,9 +86,11 @@ def epoch_batches(arrays: dict, batch: int, seed: int) -> BatchSource:
   return batch_at
 
 
-def length_grouped(lengths: Sequence[int], minimum: int = 64):
+def length_grouped(lengths: Sequence[int], minimum: int = 64, multiple: int = 0):
   """Batch drawing for rows of very different lengths: rows are bucketed by the power of two
-  above their length (>= `minimum`); `draw(batch, rng)` picks one row uniformly, then the whole
+  above their length (>= `minimum`), or by their length rounded up to `multiple` when it is > 0
+  (less padding, one compiled shape per bucket: worth it when training runs long enough to
+  amortise the extra compiles); `draw(batch, rng)` picks one row uniformly, then the whole
   batch (with replacement) from that row's bucket -> (row indices, padded length). Every bucket
   is chosen in proportion to its size, so every row keeps the same chance per step, while short
   rows do not pay for long ones; one compiled shape per bucket.
@@ -96,10 +98,14 @@ def length_grouped(lengths: Sequence[int], minimum: int = 64):
   Args:
     lengths: [N] row lengths in tokens.
     minimum: the smallest bucket length.
+    multiple: bucket granularity in tokens (0: powers of two).
   Returns:
     draw(batch, rng: np.random.Generator) -> (int row indices [batch], bucket length).
   """
-  bucket_of = [max(minimum, 1 << (int(n) - 1).bit_length()) for n in lengths]
+  if multiple > 0:
+    bucket_of = [max(minimum, -(-int(n) // multiple) * multiple) for n in lengths]
+  else:
+    bucket_of = [max(minimum, 1 << (int(n) - 1).bit_length()) for n in lengths]
   members: dict = {}
   for i, b in enumerate(bucket_of):
     members.setdefault(b, []).append(i)
@@ -111,21 +117,25 @@ def length_grouped(lengths: Sequence[int], minimum: int = 64):
 
 
 def length_grouped_batches(examples: Sequence[Example], batch: int, seed: int,
-                           minimum: int = 64) -> BatchSource:
-  """batch_at(step): `batch` right-padded rows drawn by `length_grouped` with
-  `default_rng([seed, step])`.
+                           minimum: int = 64, multiple: int = 0,
+                           left_pad: bool = False) -> BatchSource:
+  """batch_at(step): `batch` rows drawn by `length_grouped` with `default_rng([seed, step])`,
+  right-padded, or left-padded (`left_pad`: every target ends at the last column, the layout of
+  `make_sft_step(target_window=K)` with K >= the longest target).
 
   Args:
     examples: (prompt ids, target ids) pairs.
     batch: rows per batch.
     seed: data seed.
     minimum: the smallest padded length.
+    multiple: bucket granularity (see `length_grouped`).
+    left_pad: pad on the left instead of the right.
   Returns:
     batch_at(step) -> {input_ids, attention_mask, loss_mask} int32 [batch, bucket length].
   """
   if not examples:
     raise ValueError("no SFT examples to draw batches from")
-  draw = length_grouped([len(p) + len(t) for p, t in examples], minimum)
+  draw = length_grouped([len(p) + len(t) for p, t in examples], minimum, multiple)
 
   def batch_at(step: int) -> dict:
     idx, length = draw(batch, np.random.default_rng([seed, step]))
@@ -133,8 +143,9 @@ def length_grouped_batches(examples: Sequence[Example], batch: int, seed: int,
     for r, i in enumerate(idx):
       p, t = examples[i]
       n = len(p) + len(t)
-      out["input_ids"][r, :n] = list(p) + list(t)
-      out["attention_mask"][r, :n] = 1
-      out["loss_mask"][r, len(p):n] = 1
+      lo = length - n if left_pad else 0
+      out["input_ids"][r, lo:lo + n] = list(p) + list(t)
+      out["attention_mask"][r, lo:lo + n] = 1
+      out["loss_mask"][r, lo + len(p):lo + n] = 1
     return out
   return batch_at

@@ -1,5 +1,7 @@
-"""launch.py end to end in subprocesses: one-line errors that create nothing, --help/--list,
-config.json, TensorBoard, resume, sweeps."""
+"""launch.py end to end, one process per command line: one-line errors that create nothing,
+--help/--list, config.json, TensorBoard, resume, sweeps. The processes are forked from one server
+that has imported launch.py's modules (tests/launch_server.py); one test runs `python launch.py`
+itself, so the two are checked to agree."""
 import json
 import os
 import subprocess
@@ -9,18 +11,27 @@ import textwrap
 
 import pytest
 
+from launch_server import LaunchServer
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _launch(*args):
+@pytest.fixture(scope="module")
+def launch():
+  server = LaunchServer(dict(os.environ, JAX_PLATFORMS="cpu"))
+  yield server.run
+  server.close()
+
+
+def _python_launch(*args):
   env = dict(os.environ, JAX_PLATFORMS="cpu")
   return subprocess.run([sys.executable, "launch.py", *args], cwd=ROOT, env=env,
                         capture_output=True, text=True, timeout=300)
 
 
-def test_smoke_run_writes_config_logs_results_summary_and_tb(tmp_path):
+def test_smoke_run_writes_config_logs_results_summary_and_tb(launch, tmp_path):
   wd = str(tmp_path / "run")
-  r = _launch("--config=configs/smoke.py:debug=True", f"--workdir={wd}", "--config.seed=3")
+  r = launch("--config=configs/smoke.py:debug=True", f"--workdir={wd}", "--config.seed=3")
   assert r.returncode == 0, r.stderr
   cfg = json.load(open(os.path.join(wd, "config.json")))
   assert cfg["seed"] == 3 and cfg["experiment"] == "smoke"
@@ -39,7 +50,7 @@ def test_smoke_run_writes_config_logs_results_summary_and_tb(tmp_path):
   assert "rows present" not in r.stderr
   assert "rows present" in open(os.path.join(wd, "log.txt")).read()
   # Resume: a second run into the same workdir redoes nothing.
-  r = _launch("--config=configs/smoke.py:debug=True", f"--workdir={wd}", "--config.seed=3")
+  r = launch("--config=configs/smoke.py:debug=True", f"--workdir={wd}", "--config.seed=3")
   assert r.returncode == 0, r.stderr
   summary = json.load(open(os.path.join(wd, "summary.json")))["summary"]
   assert summary["skipped_on_resume"] == len(rows)
@@ -53,34 +64,34 @@ def _one_line_error(r):
   return lines[0]
 
 
-def test_unknown_override_field_lists_valid_fields(tmp_path):
-  line = _one_line_error(_launch("--config=configs/smoke.py", f"--workdir={tmp_path}",
+def test_unknown_override_field_lists_valid_fields(launch, tmp_path):
+  line = _one_line_error(launch("--config=configs/smoke.py", f"--workdir={tmp_path}",
                                  "--config.atempts=3"))
   assert "unknown config field 'atempts'" in line and "attempts" in line and "seed" in line
 
 
-def test_unknown_config_arg_lists_valid_args(tmp_path):
-  line = _one_line_error(_launch("--config=configs/smoke.py:debugg=True",
+def test_unknown_config_arg_lists_valid_args(launch, tmp_path):
+  line = _one_line_error(launch("--config=configs/smoke.py:debugg=True",
                                  f"--workdir={tmp_path}"))
   assert "unknown config arg 'debugg'; valid: attempts, debug, tasks" in line
 
 
-def test_unknown_experiment_lists_registry(tmp_path):
+def test_unknown_experiment_lists_registry(launch, tmp_path):
   cfg = tmp_path / "bad.py"
   cfg.write_text("import ml_collections\n"
                  "def get_config(arg=None):\n"
                  "  return ml_collections.ConfigDict({'experiment': 'nope', 'seed': 0})\n")
-  line = _one_line_error(_launch(f"--config={cfg}", f"--workdir={tmp_path}"))
+  line = _one_line_error(launch(f"--config={cfg}", f"--workdir={tmp_path}"))
   assert "unknown experiment 'nope'; valid:" in line and "smoke" in line
 
 
-def test_sweep_print_and_sweep_run(tmp_path):
-  r = _launch("--config=configs/smoke.py:debug=True", f"--workdir={tmp_path}", "--sweep_print")
+def test_sweep_print_and_sweep_run(launch, tmp_path):
+  r = launch("--config=configs/smoke.py:debug=True", f"--workdir={tmp_path}", "--sweep_print")
   assert r.returncode == 0, r.stderr
   cmds = r.stdout.strip().splitlines()
   assert len(cmds) == 2 and all(c.startswith("python launch.py --config=") for c in cmds)
   assert cmds[1].endswith("--config.attempts=8")
-  r = _launch("--config=configs/smoke.py:debug=True", f"--workdir={tmp_path}", "--sweep")
+  r = launch("--config=configs/smoke.py:debug=True", f"--workdir={tmp_path}", "--sweep")
   assert r.returncode == 0, r.stderr
   for sub, attempts in (("00_attempts=4", 4), ("01_attempts=8", 8)):
     cfg = json.load(open(tmp_path / sub / "config.json"))
@@ -88,30 +99,32 @@ def test_sweep_print_and_sweep_run(tmp_path):
     assert len((tmp_path / sub / "results.jsonl").read_text().splitlines()) == 8 * attempts
 
 
-def _error_creates_nothing(tmp_path, *args, workdir=None):
+def _error_creates_nothing(launch, tmp_path, *args, workdir=None):
   workdir = workdir or str(tmp_path / "run")
   before = sorted(os.listdir(tmp_path))
-  line = _one_line_error(_launch(*args, f"--workdir={workdir}"))
+  line = _one_line_error(launch(*args, f"--workdir={workdir}"))
   assert not os.path.exists(tmp_path / "run") and sorted(os.listdir(tmp_path)) == before
   return line
 
 
-def test_unknown_experiment_given_as_override_is_one_line_and_creates_nothing(tmp_path):
-  line = _error_creates_nothing(tmp_path, "--config=configs/smoke.py", "--config.experiment=nosuch")
+def test_unknown_experiment_given_as_override_is_one_line_and_creates_nothing(launch, tmp_path):
+  line = _error_creates_nothing(launch, tmp_path, "--config=configs/smoke.py",
+                                "--config.experiment=nosuch")
   assert "unknown experiment 'nosuch'; valid:" in line and "gencoord/eval" in line
 
 
-def test_bad_override_value_is_one_line(tmp_path):
-  line = _error_creates_nothing(tmp_path, "--config=configs/smoke.py", "--config.seed=abc")
+def test_bad_override_value_is_one_line(launch, tmp_path):
+  line = _error_creates_nothing(launch, tmp_path, "--config=configs/smoke.py",
+                                "--config.seed=abc")
   assert "--config.seed=abc" in line
 
 
-def test_workdir_that_is_a_file_or_not_writable(tmp_path):
+def test_workdir_that_is_a_file_or_not_writable(launch, tmp_path):
   (tmp_path / "afile").write_text("x")
-  line = _error_creates_nothing(tmp_path, "--config=configs/smoke.py",
+  line = _error_creates_nothing(launch, tmp_path, "--config=configs/smoke.py",
                                 workdir=str(tmp_path / "afile"))
   assert "is a file" in line
-  line = _error_creates_nothing(tmp_path, "--config=configs/smoke.py",
+  line = _error_creates_nothing(launch, tmp_path, "--config=configs/smoke.py",
                                 workdir=str(tmp_path / "afile" / "sub"))
   assert "is a file" in line
   locked = tmp_path / "locked"
@@ -125,53 +138,60 @@ def test_workdir_that_is_a_file_or_not_writable(tmp_path):
     pytest.skip(f"{parent} is writable here")
   except OSError:
     pass
-  line = _error_creates_nothing(tmp_path, "--config=configs/smoke.py",
+  line = _error_creates_nothing(launch, tmp_path, "--config=configs/smoke.py",
                                 workdir=os.path.join(parent, "accord_run"))
   assert "is not writable" in line
 
 
-def test_config_syntax_error_is_one_line(tmp_path):
+def test_config_syntax_error_is_one_line(launch, tmp_path):
   cfg = tmp_path / "broken.py"
   cfg.write_text("def get_config(arg=None)\n  return None\n")
-  line = _error_creates_nothing(tmp_path, f"--config={cfg}")
+  line = _error_creates_nothing(launch, tmp_path, f"--config={cfg}")
   assert f"config file {cfg}, line 1: syntax error" in line
 
 
-def test_missing_workdir_is_one_line_not_a_usage_dump():
-  line = _one_line_error(_launch("--config=configs/smoke.py"))
+def test_missing_workdir_is_one_line_not_a_usage_dump(launch):
+  # `python launch.py` itself, and the forked server's child, give the same status and output.
+  real = _python_launch("--config=configs/smoke.py")
+  forked = launch("--config=configs/smoke.py")
+  assert (real.returncode, real.stdout, real.stderr) == (
+      forked.returncode, forked.stdout, forked.stderr)
+  line = _one_line_error(real)
   assert line == "launch.py: error: missing --workdir=DIR (where this run writes its outputs)"
 
 
-def test_missing_or_empty_checkpoint_stops_before_any_work(tmp_path):
-  line = _error_creates_nothing(tmp_path, "--config=configs/serve.py:checkpoint=/no/such/ckpt")
+def test_missing_or_empty_checkpoint_stops_before_any_work(launch, tmp_path):
+  line = _error_creates_nothing(launch, tmp_path,
+                                "--config=configs/serve.py:checkpoint=/no/such/ckpt")
   assert "config.model.checkpoint='/no/such/ckpt' does not exist" in line
   (tmp_path / "empty").mkdir()
-  line = _error_creates_nothing(tmp_path, "--config=configs/serve.py",
+  line = _error_creates_nothing(launch, tmp_path, "--config=configs/serve.py",
                                 f"--config.model.checkpoint={tmp_path / 'empty'}")
   assert "is an empty directory" in line
   (tmp_path / "weights").mkdir()
   (tmp_path / "weights" / "model.safetensors").write_text("")
-  line = _error_creates_nothing(tmp_path, "--config=configs/serve.py",
+  line = _error_creates_nothing(launch, tmp_path, "--config=configs/serve.py",
                                 f"--config.model.checkpoint={tmp_path / 'weights'}")
   assert "no config.json there" in line
   # Nested (backend.model.checkpoint) and in an experiment that would first generate data.
-  line = _error_creates_nothing(tmp_path, "--config=configs/conpact/flax.py:checkpoint=/nope")
+  line = _error_creates_nothing(launch, tmp_path,
+                                "--config=configs/conpact/flax.py:checkpoint=/nope")
   assert "config.backend.model.checkpoint='/nope' does not exist" in line
-  line = _error_creates_nothing(tmp_path, "--config=configs/gencoord/learned.py",
+  line = _error_creates_nothing(launch, tmp_path, "--config=configs/gencoord/learned.py",
                                 f"--config.model.checkpoint={tmp_path / 'weights'}")
   assert line.startswith("launch.py: error: config.model.checkpoint: ")
 
 
-def test_console_shows_info_lines_only_with_verbose(tmp_path):
+def test_console_shows_info_lines_only_with_verbose(launch, tmp_path):
   wd = str(tmp_path / "run")
-  r = _launch("--config=configs/smoke.py:debug=True", f"--workdir={wd}", "--verbose")
+  r = launch("--config=configs/smoke.py:debug=True", f"--workdir={wd}", "--verbose")
   assert r.returncode == 0, r.stderr
   assert "rows present" in r.stderr
 
 
-def test_help_and_list_show_experiments_and_config_files():
+def test_help_and_list_show_experiments_and_config_files(launch):
   for flag in ("--help", "--list"):
-    r = _launch(flag)
+    r = launch(flag)
     assert r.returncode == 0, r.stderr
     assert "gencoord/eval" in r.stdout and "wm/data" in r.stdout
     assert ("configs/smoke.py                    Smoke experiment: exercises launch, logging"
@@ -180,8 +200,8 @@ def test_help_and_list_show_experiments_and_config_files():
     assert "--verbose" in r.stdout
 
 
-def test_config_help_lists_args_with_defaults_and_fields():
-  r = _launch("--config=configs/smoke.py:debug=True", "--help")
+def test_config_help_lists_args_with_defaults_and_fields(launch):
+  r = launch("--config=configs/smoke.py:debug=True", "--help")
   assert r.returncode == 0, r.stderr
   args = r.stdout.split(":args")[1].split("fields")[0]
   assert "debug=False" in args and "tasks=40" in args and "attempts=16" in args
@@ -203,7 +223,7 @@ def test_library_info_logs_are_quiet_unless_verbose():
   assert r.stdout.split() == ["False", "True", "True"], r.stderr
 
 
-def test_unusable_checkpoints_are_one_line_naming_start_fresh(tmp_path):
+def test_unusable_checkpoints_are_one_line_naming_start_fresh(launch, tmp_path):
   import glob
   import jax.numpy as jnp
   from lib.checkpoint import Checkpointer
@@ -216,9 +236,9 @@ def test_unusable_checkpoints_are_one_line_naming_start_fresh(tmp_path):
       fh.truncate(10)
   args = ("--config=configs/grpo_toy.py:debug=True", f"--workdir={wd}",
           "--config.train.iterations=1")
-  line = _one_line_error(_launch(*args))
+  line = _one_line_error(launch(*args))
   assert line.startswith("launch.py: error: no intact checkpoint") and "start_fresh=True" in line
-  r = _launch(*args, "--config.start_fresh=True")
+  r = launch(*args, "--config.start_fresh=True")
   assert r.returncode == 0, r.stderr
   assert json.load(open(wd / "summary.json"))["summary"]["iterations"] == 1
   assert glob.glob(str(wd / "ckpt.discarded-*"))

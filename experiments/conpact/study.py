@@ -59,7 +59,9 @@ def _tokenizer(config, workdir, data) -> str | None:
 def _base(config, workdir, data, tok_dir, role) -> dict:
   tok = tokenizer_lib.load_tokenizer(tok_dir) if tok_dir else None
   rows = study_rows.read_jsonl(data[role]["path"])
-  return role_train.train_role(rows, tok, config.model, config.base.train,
+  train_cfg = copy.deepcopy(config.base.train)
+  train_cfg.epochs = float(config.base.epochs[role])   # 0: base.train.steps
+  return role_train.train_role(rows, tok, config.model, train_cfg,
                                os.path.join(workdir, "base", role),
                                seed=config.base[f"{role}_seed"], tag=f"base_{role}",
                                start_fresh=config.start_fresh)

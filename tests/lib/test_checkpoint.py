@@ -15,11 +15,7 @@ TRAIN = textwrap.dedent("""
     import jax, jax.numpy as jnp, numpy as np, optax
     from lib.checkpoint import Checkpointer
 
-    mode, ckdir, out = sys.argv[1], sys.argv[2], sys.argv[3]
     opt = optax.adamw(1e-2)
-    key = jax.random.key(0)
-    params = {"w": jax.random.normal(key, (8, 4)), "b": jnp.zeros(4)}
-    state = {"params": params, "opt": opt.init(params), "step": jnp.int32(0)}
 
     @jax.jit
     def train_step(state):
@@ -33,17 +29,25 @@ TRAIN = textwrap.dedent("""
       return {"params": optax.apply_updates(state["params"], upd), "opt": opt_state,
               "step": state["step"] + 1}
 
-    ckpt = Checkpointer(ckdir, max_to_keep=2)
-    if mode == "resume":
-      state, meta = ckpt.restore(template=state)
-      assert meta["step"] == 5, meta
-    n = {"full": 10, "first": 5, "resume": 5}[mode]
-    for _ in range(n):
-      state = train_step(state)
-    if mode == "first":
-      ckpt.save(int(state["step"]), state, metadata={"note": "half"})
-    np.savez(out, w=np.asarray(state["params"]["w"]), b=np.asarray(state["params"]["b"]),
-             step=int(state["step"]))
+    def run(mode, ckdir, out):
+      params = {"w": jax.random.normal(jax.random.key(0), (8, 4)), "b": jnp.zeros(4)}
+      state = {"params": params, "opt": opt.init(params), "step": jnp.int32(0)}
+      ckpt = Checkpointer(ckdir, max_to_keep=2)
+      if mode == "resume":
+        state, meta = ckpt.restore(template=state)
+        assert meta["step"] == 5, meta
+      n = {"full": 10, "first": 5, "resume": 5}[mode]
+      for _ in range(n):
+        state = train_step(state)
+      if mode == "first":
+        ckpt.save(int(state["step"]), state, metadata={"note": "half"})
+      ckpt.close()
+      np.savez(out, w=np.asarray(state["params"]["w"]), b=np.asarray(state["params"]["b"]),
+               step=int(state["step"]))
+
+    # argv: (mode, checkpoint dir, output .npz) triples, run in order in this process
+    for i in range(1, len(sys.argv), 3):
+      run(*sys.argv[i:i + 3])
 """)
 
 
@@ -57,8 +61,9 @@ def _run(tmp_path, *args):
 
 def test_resume_is_bitwise_identical(tmp_path):
   ck = str(tmp_path / "ckpt")
-  _run(tmp_path, "full", str(tmp_path / "unused"), str(tmp_path / "full.npz"))
-  _run(tmp_path, "first", ck, str(tmp_path / "first.npz"))
+  # the straight run and the first half share a process; the resume has a fresh one
+  _run(tmp_path, "full", str(tmp_path / "unused"), str(tmp_path / "full.npz"),
+       "first", ck, str(tmp_path / "first.npz"))
   _run(tmp_path, "resume", ck, str(tmp_path / "resumed.npz"))
   full, resumed = np.load(tmp_path / "full.npz"), np.load(tmp_path / "resumed.npz")
   assert int(resumed["step"]) == 10

@@ -1,6 +1,7 @@
 """lib/memory_plan.py: compiled plans on 8 forced CPU devices (a child process, as in
 test_train_sharding.py: XLA's device count is fixed at start-up), the paper-scale arithmetic of
-the issue, the config blocks and `launch.py --plan`."""
+the issue, the config blocks and `launch.py --plan` (one process per command line, forked from
+tests/launch_server.py)."""
 import json
 import os
 import subprocess
@@ -9,11 +10,14 @@ import sys
 import ml_collections
 import pytest
 
+from launch_server import LaunchServer
 from lib import memory_plan
 from lib.model_setup import model_block
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-ENV8 = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=ROOT,
+# tests/ on the path too: the child (this file as a script) imports tests/launch_server.py
+ENV8 = dict(os.environ, JAX_PLATFORMS="cpu",
+            PYTHONPATH=os.pathsep.join([ROOT, os.path.join(ROOT, "tests")]),
             XLA_FLAGS="--xla_force_host_platform_device_count=8")
 ADAMW = dict(lr=1e-6, warmup_frac=0.0, schedule="constant", weight_decay=0.01, b1=0.9, b2=0.999,
              clip_norm=1.0)
@@ -44,10 +48,12 @@ def test_compiled_plans_on_8_devices():
 def _child():
   import jax
   assert jax.device_count() == 8, jax.devices()
+  settings = dict(overrides=SMALL, rows=16, micro_rows=8, seq_len=24, response_len=8,
+                  device_memory_gib=1.0)
+  plans = {}
   for trainer in ("sft", "grpo", "opsd"):
-    plan = memory_plan.compute(_config(overrides=SMALL, fsdp=8, trainer=trainer, rows=16,
-                                       micro_rows=8, seq_len=24, response_len=8,
-                                       reference=trainer == "grpo", device_memory_gib=1.0))
+    plan = plans[trainer] = memory_plan.compute(_config(fsdp=8, trainer=trainer,
+                                                        reference=trainer == "grpo", **settings))
     a, b = plan.memory_analysis, plan.breakdown
     assert plan.compiled and plan.per_device_bytes > 0 and plan.fits is True
     assert plan.mesh == {"data": 1, "fsdp": 8, "model": 1}
@@ -61,8 +67,8 @@ def _child():
     expected += b["reference"] if trainer == "grpo" else 0
     assert plan.per_device_bytes == expected
     print(f"{trainer} ok", flush=True)
-  one, eight = (memory_plan.compute(_config(overrides=SMALL, fsdp=f, rows=8, seq_len=16))
-                for f in (1, 8))
+  # the SFT plan above against the same step on one device
+  one, eight = memory_plan.compute(_config(fsdp=1, trainer="sft", **settings)), plans["sft"]
   ratio = one.breakdown["params"] / eight.breakdown["params"]
   assert 7.5 < ratio <= 8.0, ratio
   ratio = one.breakdown["optimizer_state"] / eight.breakdown["optimizer_state"]
@@ -170,9 +176,9 @@ def test_paper_scale_configs():
     learned.get_config("scale=big")
 
 
-def test_a_run_stops_first_when_its_plan_does_not_fit(tmp_path):
+def test_a_run_stops_first_when_its_plan_does_not_fit(launch, tmp_path):
   # 7B GRPO on one 80 GB device: the analytic check stops it before the workdir exists.
-  out = _launch("--config=configs/wm/train.py:scale=paper", f"--workdir={tmp_path}/wm",
+  out = launch("--config=configs/wm/train.py:scale=paper", f"--workdir={tmp_path}/wm",
                 "--config.plan.device_memory_gib=80")
   assert out.returncode == 2, out.stdout[-2000:] + out.stderr[-2000:]
   lines = out.stderr.strip().splitlines()
@@ -182,13 +188,15 @@ def test_a_run_stops_first_when_its_plan_does_not_fit(tmp_path):
   assert not (tmp_path / "wm").exists()
 
 
-def _launch(*args):
-  return subprocess.run([sys.executable, "launch.py", *args], env=ENV8, cwd=ROOT,
-                        capture_output=True, text=True, timeout=600)
+@pytest.fixture(scope="module")
+def launch():
+  server = LaunchServer(ENV8)
+  yield lambda *args: server.run(*args, timeout=600)
+  server.close()
 
 
-def test_launch_plan_writes_plan_json_and_does_not_train(tmp_path):
-  out = _launch("--config=configs/sft_toy.py:debug=True", f"--workdir={tmp_path}", "--plan",
+def test_launch_plan_writes_plan_json_and_does_not_train(launch, tmp_path):
+  out = launch("--config=configs/sft_toy.py:debug=True", f"--workdir={tmp_path}", "--plan",
                 "--config.mesh.fsdp=8", "--config.plan.device_memory_gib=1")
   assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
   plan = json.loads((tmp_path / "plan.json").read_text())
@@ -197,7 +205,7 @@ def test_launch_plan_writes_plan_json_and_does_not_train(tmp_path):
   assert os.listdir(tmp_path) == ["plan.json"]          # no checkpoint, no summary: no run
   assert "per device" in out.stdout and "fits: True" in out.stdout
   # 16 rows / 4 micro-batches = 4 rows cannot be split over 8 devices: one line, exit code 2.
-  out = _launch("--config=configs/sft_toy.py:debug=True", f"--workdir={tmp_path}/bad", "--plan",
+  out = launch("--config=configs/sft_toy.py:debug=True", f"--workdir={tmp_path}/bad", "--plan",
                 "--config.mesh.fsdp=8", "--config.train.accum_steps=4")
   assert out.returncode == 2, out.stdout[-2000:] + out.stderr[-2000:]
   assert out.stderr.strip().splitlines() == [
@@ -205,14 +213,14 @@ def test_launch_plan_writes_plan_json_and_does_not_train(tmp_path):
       "data x fsdp = 8"], out.stderr
 
 
-def test_launch_plan_of_wm_train_at_paper_scale_and_of_a_config_without_plan(tmp_path):
-  out = _launch("--config=configs/wm/train.py:scale=paper", f"--workdir={tmp_path}/wm", "--plan",
+def test_launch_plan_of_wm_train_at_paper_scale_and_of_a_config_without_plan(launch, tmp_path):
+  out = launch("--config=configs/wm/train.py:scale=paper", f"--workdir={tmp_path}/wm", "--plan",
                 "--config.plan.compile=False", "--config.plan.device_memory_gib=80")
   assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
   plan = json.loads((tmp_path / "wm" / "plan.json").read_text())
   assert plan["model"] == "qwen2.5-7b" and plan["trainer"] == "grpo" and plan["fits"] is False
   assert plan["breakdown"]["embedder"] > 15e9
-  out = _launch("--config=configs/smoke.py:debug=True", f"--workdir={tmp_path}/smoke", "--plan")
+  out = launch("--config=configs/smoke.py:debug=True", f"--workdir={tmp_path}/smoke", "--plan")
   assert out.returncode == 0 and "no plan for this experiment" in out.stdout, out.stderr[-2000:]
   assert not (tmp_path / "smoke").exists()
 

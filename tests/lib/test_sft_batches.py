@@ -68,3 +68,22 @@ def test_length_grouped_batches_are_right_padded_and_replayable():
     assert b["input_ids"][r, :n].tolist() == p + t and not b["attention_mask"][r, n:].any()
     assert b["loss_mask"][r].tolist() == [0] * len(p) + [1] * len(t) + [0] * (length - n)
   assert all(np.array_equal(b[k], batch_at(5)[k]) for k in sft_batches.KEYS)
+
+
+def test_multiple_buckets_and_left_padding_put_every_target_at_the_end():
+  ex = _examples(40)
+  lengths = [len(p) + len(t) for p, t in ex]
+  draw = sft_batches.length_grouped(lengths, minimum=8, multiple=8)
+  for it in range(50):
+    idx, length = draw(4, np.random.default_rng([1, it]))
+    assert length % 8 == 0 and all(length - 8 < max(8, lengths[i]) <= length for i in idx)
+  batch_at = sft_batches.length_grouped_batches(ex, 4, seed=3, minimum=8, multiple=8,
+                                                left_pad=True)
+  b = batch_at(2)
+  idx, length = draw(4, np.random.default_rng([3, 2]))
+  for r, i in enumerate(idx):
+    p, t = ex[i]
+    n = len(p) + len(t)
+    assert b["input_ids"][r, length - n:].tolist() == p + t
+    assert not b["attention_mask"][r, :length - n].any() and b["attention_mask"][r, -n:].all()
+    assert b["loss_mask"][r].tolist() == [0] * (length - len(t)) + [1] * len(t)

@@ -1,4 +1,7 @@
 """configs/conpact/study.py: the study's fixed choices and its debug shrink."""
+import numpy as np
+
+from agents.conpact import demonstrations
 from configs.conpact import study
 
 
@@ -17,3 +20,17 @@ def test_study_config_fixes_noise_separates_roles_and_orders_recipes():
                      (d.data.sokoban, c.data.sokoban)):
     assert small < big
   assert study.get_config("checkpoint=/x").model.checkpoint == "/x"
+
+
+def test_evaluated_tasks_are_those_whose_median_expert_solution_fits_the_cap():
+  """EXPERT_ACTIONS is a measurement on the source split (the BabyAI bot), not a choice: recompute
+  the medians, and check that exactly the tasks above the cap leave the evaluation."""
+  for task in demonstrations.BABYAI_TASKS:
+    med = np.median([len(demonstrations.expert_episode(task, i)[2]) for i in range(20)])
+    assert (task in study.EXPERT_ACTIONS) == (med > 24), (task, med)
+    if task in study.EXPERT_ACTIONS:
+      assert abs(study.EXPERT_ACTIONS[task] - med) <= 0.5, (task, med)
+  c = study.get_config()
+  assert set(c.eval_minigrid_tasks) == set(c.minigrid_tasks) - set(study.EXPERT_ACTIONS)
+  assert c.online.minigrid_tasks == c.eval_minigrid_tasks
+  assert set(study.get_config("budget=0").eval_minigrid_tasks) == set(c.minigrid_tasks)

@@ -7,9 +7,9 @@ and the Table 18 ablations) -> ConPAct-I / ReAct rollouts on SOURCE instances ->
 (full, No Sup., No Replay) and the token-matched baseline (conpact/train) -> evaluation of every
 trained pair -> report. Resumable: each stage is skipped when its done marker is present.
 
-python launch.py --config=configs/conpact/study.py --workdir=runs/conpact_study
+python launch.py --config=configs/conpact/study.py --workdir=runs/conpact_study   # README run
 python launch.py --config=configs/conpact/study.py:debug=True --workdir=runs/conpact_study_dbg
-python launch.py --config=configs/conpact/study.py:small=True --workdir=runs/conpact_study_small  # README run
+python launch.py --config=configs/conpact/study.py:small=True --workdir=runs/conpact_study_small
 python launch.py --config=configs/conpact/study.py:checkpoint=/path/to/Qwen3-0.6B --workdir=runs/cs_q
 """
 import ml_collections
@@ -53,11 +53,11 @@ def _conditions(names, settings: dict) -> list[dict]:
 
 
 def get_config(arg=None):
-  arg = common.parse_arg(arg, debug=False, checkpoint="", rollouts=2, sokoban=6, mg_per_task=4,
-                         budget=24, steps=400, train_steps=150, small=False,
+  arg = common.parse_arg(arg, debug=False, checkpoint="", rollouts=2, sokoban=4, mg_per_task=4,
+                         budget=24, steps=400, train_steps=100, small=False,
                          planner_epochs=10.0, actor_epochs=3.0)
   d = arg.debug
-  if arg.small:   # the run measured on a heavily shared 2-core machine (README): a narrower model
+  if arg.small:   # a narrower, shorter variant (d=64, 150 steps per role; the first measured run)
     arg.sokoban, arg.mg_per_task, arg.budget, arg.steps, arg.train_steps = 10, 1, 16, 150, 30
     arg.planner_epochs = arg.actor_epochs = 0.0    # the measured small run: 150 steps each
   c = ml_collections.ConfigDict()
@@ -128,7 +128,7 @@ def get_config(arg=None):
   # 5. source rollouts for curation: ConPAct-I + the ReAct reference on SOURCE instances
   # (Sokoban: no base rollout succeeded in the measured runs, so few levels; BabyAI carries the
   # curated data)
-  c.source = dict(sokoban=2 if d else 10 if arg.small else 4,
+  c.source = dict(sokoban=2 if d else 10 if arg.small else 2,
                   mg_per_task=1 if d else 2 if arg.small else 8, rollouts=2,
                   conditions=["react", "conpact_i"])
 

@@ -48,9 +48,9 @@ def test_coverage_and_mismatch_are_reported_honestly(study):
   """Every asserting condition reports per-role coverage in [0, 1]; D is a number exactly where some
   check was comparable and null otherwise (one role, or nothing comparable: null, never 0).
 
-  The debug models (40 SFT steps) are too raw to be required to assert; the `:small=True` run in
-  the README shows BabyAI coverage >= 97% after 150 steps, and an untrained model's coverage 0 /
-  D null is tested below."""
+  The debug models (40 SFT steps) are too raw to be required to assert; the full run in the
+  README (10 / 3 epochs per role) shows BabyAI coverage >= 99%, and an untrained model's coverage
+  0 / D null is tested below."""
   _, d = study
   table = _strict(os.path.join(d, "summary.json"))["summary"]["online"]["table"]
   asserting = [r for r in table if r["condition"] not in ("react", "self_refine", "resample",

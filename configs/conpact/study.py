@@ -92,9 +92,12 @@ def get_config(arg=None):
   c.base = dict(planner_seed=1, actor_seed=2,
                 epochs=dict(planner=0 if d else arg.planner_epochs,
                             actor=0 if d else arg.actor_epochs),
-                train=dict(steps=40 if d else arg.steps, batch=8 if d or arg.small else 16,
+                train=dict(steps=30 if d else arg.steps, batch=8 if d or arg.small else 16,
                            bucket=0 if d else 64, lr=3e-3, warmup_frac=0.03, weight_decay=0.01,
-                           clip_norm=1.0, max_len=1024, log_every=20, ckpt_every=200,
+                           # debug: 512 drops the 3-frame Sokoban rows (one bucket and its
+                           # compile less; the debug models are too raw to use them anyway)
+                           clip_norm=1.0, max_len=512 if d else 1024, log_every=20,
+                           ckpt_every=200,
                            epochs=0.0))   # set per role from `epochs`
 
   # 4./7. evaluation-split episodes (conpact/eval with a Flax backend per role)

@@ -8,8 +8,8 @@ backend prompts at decode time: the tokenizer's chat template with the assistant
 Batches are drawn by `lib.sft_batches.length_grouped_batches` (Sokoban prompts are ~3x longer
 than BabyAI ones; one compiled shape per length bucket, `train.bucket` tokens wide, 0 = powers of
 two), left-padded so that the output head runs on the answer window only (targets are ~20-60
-tokens after ~250 prompt tokens: `make_sft_step(target_window=)`, the same loss and gradient). The loop is
-`lib.sft_loop.train` (resumable from <workdir>/ckpt; `start_fresh` discards checkpoints); the kept
+tokens after ~250 prompt tokens: `make_sft_step(target_window=)`, the same loss and gradient).
+The loop is `lib.sft_loop.train` (resumable from <workdir>/ckpt; `start_fresh` discards checkpoints); the kept
 model is the final step, exported with its tokenizer to <workdir>/export.
 """
 import os

@@ -107,6 +107,8 @@ def warm_start(config, workdir: str, data_dir: str, seed: int) -> str:
     json.dump({"train_samples": len(samples), "train_short": len(short),
                "heldout": len(held), "heldout_short": len(short_held),
                "rows": len(encoded), "dropped": len(rows) - len(encoded),
+               "steps": warmstart.sft_steps(c, len(encoded)),
+               "epochs": round(warmstart.sft_steps(c, len(encoded)) * c.batch / len(encoded), 2),
                "agent_steps": sum(s.action is not None for t in trajs for s in t.steps),
                "agent_steps_listed": sum(s.action is not None and bool(s.admissible)
                                          for t in trajs for s in t.steps),

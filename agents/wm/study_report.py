@@ -73,7 +73,8 @@ def study_report(rows_by_condition_seed: Mapping[tuple[str, object], Sequence[di
                  outdir: str, ks: Sequence[int] = passk.DEFAULT_KS, reference: str = "BASE",
                  trace_judge=None, trace_samples: int = 300,
                  direct_distributions: Mapping[str, Sequence[Mapping[str, float]]] | None = None,
-                 min_samples: int = 4, n_resamples: int = 10_000, seed: int = 0,
+                 min_samples: int = 4, overlap_pool_seeds: bool = False,
+                 n_resamples: int = 10_000, seed: int = 0,
                  scale_label: str = "CPU scale") -> tuple[list[dict], list[str], list[str]]:
   """All of the study's analyses (module docstring) over its episode rows.
 
@@ -89,6 +90,9 @@ def study_report(rows_by_condition_seed: Mapping[tuple[str, object], Sequence[di
     direct_distributions: optional condition -> [action distribution per fixed decision point]
       from direct scoring (no CoT).
     min_samples: replies a (condition, seed) needs at a decision point for the sampled overlap.
+    overlap_pool_seeds: the sampled overlap pools each condition's seeds (a condition-level
+      distribution: for a study with few samples per seed, whose points would otherwise all
+      fall below `min_samples`); seed s against seed s otherwise.
     n_resamples, seed: bootstraps (pass@k differences: n_resamples; overlaps: 2,000).
     scale_label: written into every figure title.
   Returns:
@@ -109,7 +113,8 @@ def study_report(rows_by_condition_seed: Mapping[tuple[str, object], Sequence[di
     rows_by_cond = {c: [r for s in by_seed.values() for r in s.get(c, [])] for c in present}
     _termination_part(out, tag, title, rows_by_cond, outdir, scale_label)
     pending_llm += _traces_cells(out, tag, by_seed, present, trace_judge, trace_samples, seed)
-    _overlap_part(out, tag, title, by_seed, min_samples, reference, seed, outdir, scale_label)
+    _overlap_part(out, tag, title, {"pooled": rows_by_cond} if overlap_pool_seeds else by_seed,
+                  min_samples, reference, seed, outdir, scale_label)
   _finish_traces(trace_judge, pending_llm)
   _traces_part(out, outdir, scale_label)
   if direct_distributions:
@@ -234,7 +239,8 @@ def _overlap_part(out, tag, title, by_seed, min_samples, reference, seed, outdir
   out.sections.append(_section(
       f"Action-distribution overlap (sampled, with CoT), {title}",
       f"Σ_a min(p(a), q(a)) of the two conditions' sent-action distributions at shared "
-      f"decision points (an identical agent prompt met with ≥ {min_samples} replies by each); "
+      f"decision points (an identical agent prompt met with ≥ {min_samples} replies by each"
+      f"{', seeds pooled' if list(by_seed) == ['pooled'] else ''}); "
       "mean over points with a point-bootstrap 95% interval (2,000 draws); group means and "
       "their difference Δ below.", ov, key=["a", "b"]) + "\n" + markdown_table(groups))
   if any(r["overlap"] is not None for r in ov):

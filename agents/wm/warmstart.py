@@ -91,15 +91,24 @@ def encode_rows(tok, rows, max_len: int) -> list[tuple[list[int], list[int]]]:
   return out
 
 
+def sft_steps(c: Any, n_rows: int) -> int:
+  """Optimizer steps of the warm start: `epochs` passes over the rows when set (> 0), else
+  `steps`. Sizing by epochs keeps the passes fixed when the data grows."""
+  epochs = c.get("epochs", 0)
+  return -(-int(epochs * n_rows) // c.batch) if epochs else int(c.steps)
+
+
 def sft(model, encoded, c: Any, optim_c: Any, seed: int, workdir: str) -> tuple[Any, list]:
-  """Right-padded SFT on `encoded` rows through the one SFT loop (`lib.sft_loop.train`): batches
-  drawn with replacement from one length bucket at a time (`lib.sft_batches.
-  length_grouped_batches`, seeded by (seed, step)), resumable from <workdir>/sft_ckpt.
+  """SFT on `encoded` rows through the one SFT loop (`lib.sft_loop.train`): batches drawn with
+  replacement from one length bucket at a time (`lib.sft_batches.length_grouped_batches`, seeded
+  by (seed, step), `bucket`-token buckets), left-padded so every target lies in the last
+  `target_window` columns and the output head runs on that window only (the same loss and
+  gradient as the full head, `lib.sft.make_sft_step`); resumable from <workdir>/sft_ckpt.
 
   Args:
     model: the policy (its params are the starting point; the caller exports the result).
     encoded: (prompt ids, target ids + EOS) rows from `encode_rows`.
-    c: the `sft` block (steps, batch, log_every, ckpt_every).
+    c: the `sft` block (steps or epochs, batch, bucket, log_every, ckpt_every).
     optim_c: the optimizer block (`lib.optim.from_config`).
     seed: data seed.
     workdir: run directory.
@@ -108,12 +117,16 @@ def sft(model, encoded, c: Any, optim_c: Any, seed: int, workdir: str) -> tuple[
   """
   if not encoded:
     raise ValueError("no SFT row fits max_len")
-  tx = optim.from_config(optim_c, c.steps)
+  steps = sft_steps(c, len(encoded))
+  tx = optim.from_config(optim_c, steps)
   apply_fn, params = nnx_apply_fn(model)
-  run = sft_loop.train(apply_fn, TrainState.create(params, tx), tx,
-                       sft_batches.length_grouped_batches(encoded, c.batch, seed), c.steps,
-                       workdir, log_every=c.log_every, ckpt_every=c.ckpt_every,
-                       ckpt_subdir="sft_ckpt", max_to_keep=1, prefix="sft/")
+  window = -(-max(len(t) for _, t in encoded) // 8) * 8     # every target fits the window
+  batches = sft_batches.length_grouped_batches(encoded, c.batch, seed,
+                                               multiple=c.get("bucket", 0), left_pad=True)
+  run = sft_loop.train(apply_fn, TrainState.create(params, tx), tx, batches, steps,
+                       workdir, target_window=window, log_every=c.log_every,
+                       ckpt_every=c.ckpt_every, ckpt_subdir="sft_ckpt", max_to_keep=1,
+                       prefix="sft/")
   return run.state.params, run.losses
 
 

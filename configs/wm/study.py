@@ -24,8 +24,8 @@ VAL_SETTINGS = [(1, 2, 1), (2, 3, 2), (3, 4, 3)]
 
 def get_config(arg=None):
   arg = common.parse_arg(arg, debug=False, seeds=3, rooms=1, objects=2, quest=1,
-                         train_games=100, unseen_games=64, val_games=24, samples=4, steps=60,
-                         sft_steps=400, eval_steps=8, games_dir="runs/wm_games",
+                         train_games=100, unseen_games=64, val_games=24, val_samples=4, samples=2, steps=60,
+                         sft_epochs=4.0, width=128, eval_steps=8, games_dir="runs/wm_games",
                          validate_only=False, conditions="")
   c = wm_demo_config.get_config(f"debug={arg.debug}")   # the demo's model, SFT and RL blocks
   c.experiment = "wm/study"
@@ -61,10 +61,20 @@ def get_config(arg=None):
   # neither training nor unseen games, at every setting of the knob table
   c.validation = dict(seeds=list(range(5001, 5001 + (3 if arg.debug else arg.val_games))),
                       settings=[list(s) for s in VAL_SETTINGS[:1 if arg.debug else None]],
-                      samples=2 if arg.debug else arg.samples)
+                      samples=2 if arg.debug else arg.val_samples)
 
-  # one warm start shared by every seed (BASE); 150 steps is the fewest that closes the tags
-  c.sft.steps = 150 if arg.debug else arg.sft_steps
+  # the policy: the GenCoord quickstart's width (128, MLP 384) learns to copy a listed action;
+  # the demo's width 64 trained for 400 steps wrote malformed actions (53% action failure and
+  # pass@1 = 0 on every validation setting, below the random-action reference)
+  if not arg.debug:
+    c.model.overrides.update(hidden_size=arg.width, intermediate_size=3 * arg.width,
+                             head_dim=arg.width // 4, num_heads=4, num_kv_heads=2)
+  # one warm start shared by every seed (BASE), sized in passes over its rows; debug: 150
+  # steps, the fewest that close the tags (100: 12% well-formed, no reward spread)
+  c.sft.steps = 150
+  c.sft.epochs = 0.0 if arg.debug else arg.sft_epochs
+  c.sft.batch = 8 if arg.debug else 16
+  c.sft.bucket = 64                 # 64-token length buckets (lib/sft_batches.length_grouped)
   c.sft.ckpt_every = 200
   # one agent row per run of a repeated (observation, action) step: the noisy expert's "look"
   # loops made a warm start that answers "look" everywhere (agents/wm/warmstart.sft_rows)
@@ -84,6 +94,9 @@ def get_config(arg=None):
   e.max_live = 32
   e.n_resamples = 200 if arg.debug else 2000
   e.n_heldout = 8 if arg.debug else 48
-  c.report = dict(n_resamples=200 if arg.debug else 2000, trace_samples=50 if arg.debug else 300)
+  # overlap: each condition's seeds pooled (samples x seeds replies at a shared decision point;
+  # per seed, `samples` = 2 replies fall below the 4 an overlap estimate needs)
+  c.report = dict(n_resamples=200 if arg.debug else 2000, trace_samples=50 if arg.debug else 300,
+                  overlap_pool_seeds=True, overlap_min_samples=4)
   c.probes.enabled = False          # the study's overlap comes from sampled eval actions
   return c

@@ -252,3 +252,10 @@ def test_per_row_keys_make_a_row_independent_of_its_batch(model):
   np.testing.assert_array_equal(np.asarray(alone.tokens[0]), np.asarray(batch.tokens[1]))
   with pytest.raises(ValueError, match="one per row"):
     sampling.generate(*nnx.split(model), *sampling.left_pad(prompts), keys[:2], **kw)
+
+
+def test_prompt_bucket_is_a_power_of_two_then_multiples_of_the_step():
+  assert [sampling.prompt_bucket(n) for n in (1, 16, 17, 200, 256)] == [16, 16, 32, 256, 256]
+  assert [sampling.prompt_bucket(n) for n in (257, 263, 384, 385, 1000)] == [384, 384, 384, 512,
+                                                                              1024]
+  assert sampling.prompt_bucket(300, step=64) == 320

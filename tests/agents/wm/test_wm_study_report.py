@@ -93,3 +93,20 @@ def test_study_report_tables_sections_pngs(make_row, tmp_path):
                    "termination_textworld_list.png", "traces_textworld_list.png",
                    "traces_textworld_list_llm.png"]
   assert all(os.path.getsize(p) > 10_000 for p in pngs)
+
+
+def test_overlap_can_pool_each_conditions_seeds(make_row, tmp_path):
+  # the three tasks share their first prompt: 12 replies per (condition, seed) there, none
+  # reaches 16 per seed, but GRPO-GT's and GRPO-MIS's two seeds pooled do (BASE, one seed, not)
+  by_pool = {}
+  for pool in (False, True):
+    rows, _, _ = study_report.study_report(
+        _rows(make_row), outdir=str(tmp_path / str(pool)), ks=(1,), n_resamples=50,
+        min_samples=16, overlap_pool_seeds=pool)
+    by_pool[pool] = {(r["a"], r["b"]): r for r in rows if r["table"] == "overlap"}
+  assert all(r["points"] == 0 and r["overlap"] is None for r in by_pool[False].values())
+  pooled = by_pool[True]
+  assert pooled[("BASE", "GRPO-GT")]["points"] == 0
+  # GT alternates "go north" / "take rusty key"; MIS always sends "go north"
+  assert pooled[("GRPO-GT", "GRPO-MIS")]["points"] == 1
+  assert pooled[("GRPO-GT", "GRPO-MIS")]["overlap"] == pytest.approx(0.5)

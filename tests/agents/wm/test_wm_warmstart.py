@@ -81,3 +81,11 @@ def test_drop_repeats_keeps_one_row_per_run_of_a_repeated_step():
   assert len(warmstart.sft_rows([], [traj], history_window=1)) == 7   # default keeps every step
   # the kept first "look" in the hall still shows the step before it as history
   assert "You can't go that way." in kept[2][0][0]["content"]
+
+
+def test_sft_steps_from_epochs_or_steps():
+  from ml_collections import ConfigDict   # the `sft` block is a ConfigDict in every config
+  assert warmstart.sft_steps(ConfigDict(dict(steps=150, epochs=0.0, batch=8)), 1000) == 150
+  # 4 passes over 1,001 rows in batches of 16: ceil(4004 / 16)
+  assert warmstart.sft_steps(ConfigDict(dict(steps=150, epochs=4.0, batch=16)), 1001) == 251
+  assert warmstart.sft_steps(ConfigDict(dict(steps=7, batch=16)), 1001) == 7   # no epochs field

@@ -18,7 +18,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 # tests/ on the path too: the child (this file as a script) imports tests/launch_server.py
 ENV8 = dict(os.environ, JAX_PLATFORMS="cpu",
             PYTHONPATH=os.pathsep.join([ROOT, os.path.join(ROOT, "tests")]),
-            XLA_FLAGS="--xla_force_host_platform_device_count=8")
+            XLA_FLAGS=os.environ.get("XLA_FLAGS", "") +
+            " --xla_force_host_platform_device_count=8")
 ADAMW = dict(lr=1e-6, warmup_frac=0.0, schedule="constant", weight_decay=0.01, b1=0.9, b2=0.999,
              clip_norm=1.0)
 # Every matrix of this model has a dimension divisible by 8 and >= 1024 elements (so FSDP splits

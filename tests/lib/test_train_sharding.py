@@ -13,6 +13,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def test_sft_grpo_opsd_steps_on_8_devices_equal_single_device():
+  # XLA_FLAGS replaced, not extended: the child compiles at XLA's default optimisation level, not
+  # tests/conftest.py's -O0, under which one near-zero-gradient Adam element of the SFT step differs
+  # by 5.8e-5 > the 5e-5 bound below (float rounding); the bound stays as it is.
   env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=ROOT,
              XLA_FLAGS="--xla_force_host_platform_device_count=8")
   out = subprocess.run([sys.executable, os.path.abspath(__file__)], env=env, cwd=ROOT,

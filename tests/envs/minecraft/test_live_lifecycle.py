@@ -66,16 +66,24 @@ def rt(tmp_path_factory):
 def test_server_crash_is_recorded_and_the_server_restarted(rt):
   eps = _episodes(3)
   killed = []
+  default_timeout = rt.config.op_timeout_s
 
   def world(ep):                  # crash the server right after the first episode's reset
+    rt.config.op_timeout_s = default_timeout
     w = rt.world_for(ep)
     if not killed:
       killed.append(rt.server.pid)
       rt.server.kill(signal.SIGKILL)
+      # The bots see no reply from a dead server: the crashed episode's first operation fails by
+      # its timeout, shortened for that episode only (the default would idle the test 30 s).
+      rt.config.op_timeout_s = 5.0
     return w
 
   starts = rt.starts
-  recs = protocol.run_forward(eps, policies.make("rule_minimal_request"), "true", world=world)
+  try:
+    recs = protocol.run_forward(eps, policies.make("rule_minimal_request"), "true", world=world)
+  finally:
+    rt.config.op_timeout_s = default_timeout
   assert killed and recs[0].failure_code == "SERVER_FAILURE", recs[0].result
   assert all(r.success for r in recs[1:]), [r.result for r in recs[1:]]
   assert rt.starts == starts + 1 and rt.server.pid != killed[0]
@@ -105,7 +113,7 @@ def test_operation_timeout_is_a_backend_failure_then_recovers(rt):
     with pytest.raises(BackendFailure):
       world.apply(W.Wait(ep.sender, 400))      # 20 s of game time > 1 s timeout
   finally:
-    rt.config.op_timeout_s = 30.0
+    rt.config.op_timeout_s = default_timeout
   starts = rt.starts
   rec = protocol.run_forward([ep], policies.make("rule_minimal_request"), "true",
                              world=rt.world_for)[0]

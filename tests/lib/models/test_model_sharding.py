@@ -53,7 +53,8 @@ CHECK = textwrap.dedent("""
 def test_sharded_logits_and_samples_equal_unsharded():
   root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
   env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=root,
-             XLA_FLAGS="--xla_force_host_platform_device_count=8")
+             XLA_FLAGS=os.environ.get("XLA_FLAGS", "") +
+             " --xla_force_host_platform_device_count=8")
   result = subprocess.run([sys.executable, "-c", CHECK], cwd=root, env=env, capture_output=True,
                           text=True, timeout=600)
   assert result.returncode == 0, result.stderr[-4000:]

@@ -108,6 +108,7 @@ def test_operation_timeout_is_a_backend_failure_then_recovers(rt):
   from envs.minecraft.live.errors import BackendFailure
   ep = _episodes(1)[0]
   world = rt.world_for(ep)
+  default_timeout = rt.config.op_timeout_s
   rt.config.op_timeout_s = 1.0
   try:
     with pytest.raises(BackendFailure):

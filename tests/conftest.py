@@ -1,7 +1,9 @@
 """Puts the repository root on sys.path so tests import `lib`, `envs`, ... without installation,
 compiles the CPU tests' programs without LLVM optimisation, and shares one persistent compilation
 cache across the run's processes (see below)."""
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 
@@ -16,11 +18,11 @@ if (os.environ["JAX_PLATFORMS"] == "cpu"
     and "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", "")):
   os.environ["XLA_FLAGS"] = " ".join(
       [os.environ.get("XLA_FLAGS", ""), "--xla_backend_optimization_level=0"]).strip()
-# One persistent compilation cache per test run, shared by the xdist workers and the
-# subprocesses they start: many tests compile the same small programs (same model, same
-# shapes), and a cache hit skips XLA's compile (12% of the CPU time of the sampler/SFT/GRPO
-# tests measured alone). Keyed by the run's id, so no run reads another run's entries.
+# One persistent compilation cache per test run: many tests compile the same small programs
+# (same model, same shapes), and a cache hit skips XLA's compile (12% of the CPU time of the
+# sampler/SFT/GRPO tests measured alone). The process that starts the run (the xdist
+# controller) makes the directory before its workers start; they and the subprocesses they
+# launch inherit it, and it is removed when that process exits, so no run reads another's.
 if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
-  _run = os.environ.get("PYTEST_XDIST_TESTRUNUID") or f"pid{os.getpid()}"
-  os.environ["JAX_COMPILATION_CACHE_DIR"] = os.path.join(tempfile.gettempdir(),
-                                                         f"accord-jax-cache-{_run}")
+  os.environ["JAX_COMPILATION_CACHE_DIR"] = tempfile.mkdtemp(prefix="accord-jax-cache-")
+  atexit.register(shutil.rmtree, os.environ["JAX_COMPILATION_CACHE_DIR"], ignore_errors=True)

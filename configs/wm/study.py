@@ -4,13 +4,13 @@ TextWorld only (list regime). Training games are generated at several difficulty
 objects, quest length; cached on disk, in parallel processes); BASE is validated on SOURCE-side
 validation games at every setting (the knob table), and the unseen evaluation games are generated
 at one setting (`rooms`, `objects`, `quest`), chosen from that table, never from the unseen
-results. Stages are resumable; data and games are shared by every seed, the warm start is per
-seed, and every condition of a seed starts from that seed's warm start.
+results. Stages are resumable; data, games and the one warm start (BASE) are shared by every
+seed, and every trained condition of every seed starts from BASE.
 
 python launch.py --config=configs/wm/study.py --workdir=runs/wm_study                  # 8 x 3
 python launch.py --config=configs/wm/study.py:validate_only=True --workdir=runs/wm_study  # knobs
 python launch.py --config=configs/wm/study.py:conditions=BASE --workdir=runs/wm_study  # BASE only
-python launch.py --config=configs/wm/study.py:debug=True --workdir=runs/wm_study_debug   # ~3 min
+python launch.py --config=configs/wm/study.py:debug=True --workdir=runs/wm_study_debug   # ~4 min
 """
 from configs import common
 from configs.wm import demo as wm_demo_config
@@ -24,9 +24,9 @@ VAL_SETTINGS = [(1, 2, 1), (2, 3, 2), (3, 4, 3)]
 
 def get_config(arg=None):
   arg = common.parse_arg(arg, debug=False, seeds=3, rooms=1, objects=2, quest=1,
-                         train_games=100, unseen_games=64, val_games=24, val_samples=4, samples=2, steps=60,
-                         sft_epochs=4.0, width=128, eval_steps=8, games_dir="runs/wm_games",
-                         validate_only=False, conditions="")
+                         train_games=100, unseen_games=64, val_games=24, val_samples=4,
+                         samples=2, steps=60, sft_epochs=4.0, width=128, eval_steps=8,
+                         games_dir="runs/wm_games", validate_only=False, conditions="")
   c = wm_demo_config.get_config(f"debug={arg.debug}")   # the demo's model, SFT and RL blocks
   c.experiment = "wm/study"
   c.scale_label = "CPU scale, tiny model"

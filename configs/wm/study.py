@@ -37,8 +37,9 @@ def get_config(arg=None):
     if unknown or "BASE" not in c.conditions:
       raise ValueError(f"conditions: {unknown or 'BASE missing'}; valid: {'+'.join(CONDITIONS)}")
   else:
-    # debug (a CI test): one GRPO and one OPSD condition beside BASE
-    c.conditions = (["BASE", "GRPO-GT", "OPSD-MIS"] if arg.debug
+    # debug (a CI test): GT and its MIS control beside BASE (the two GRPO conditions share
+    # compiled programs; the OPSD trainer's own test is tests/experiments/wm/test_wm_train.py)
+    c.conditions = (["BASE", "GRPO-GT", "GRPO-MIS"] if arg.debug
                     else list(CONDITIONS))
   c.validate_only = arg.validate_only
 

@@ -1,5 +1,5 @@
 """The CPU study end to end on its debug config (TextWorld only, 2 seeds, BASE + GRPO-GT +
-OPSD-MIS): cached parallel game generation, a warm start that gives GRPO-GT a usable
+GRPO-MIS): cached parallel game generation, a warm start that gives GRPO-GT a usable
 reward, the validation knob table, every condition x seed evaluated on the unseen games,
 the pooled pass@k curves and the paired analyses, and a rerun that resumes instead of replaying.
 """
@@ -53,6 +53,7 @@ def test_every_condition_and_seed_is_evaluated_on_the_unseen_games(study):
   assert {"paired_mcnemar", "paired_passk", "termination"} <= tables
   pairs = {(a["a"], a["b"]) for a in s["analyses"] if a["table"] == "paired_mcnemar"}
   assert ("GRPO-GT", "BASE") in pairs or ("BASE", "GRPO-GT") in pairs
+  assert ("GRPO-GT", "GRPO-MIS") in pairs                  # GT against its control
   for png in s["pngs"]:
     assert os.path.getsize(os.path.join(work, png)) > 1000
   # strict JSON on disk

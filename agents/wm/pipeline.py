@@ -96,6 +96,7 @@ def warm_start(config, workdir: str, data_dir: str, seed: int) -> str:
                             c.drop_repeats)
   encoded = warmstart.encode_rows(tok, rows, c.max_len)
   params, losses = warmstart.sft(model, encoded, c, config.sft_optim, seed, workdir)
+  steps = warmstart.sft_steps(c, len(encoded))
   policy.export(model, params, tok, out)
   check = warmstart.rollout_check(
       model, tok, short, prompts=config.check.prompts, group_size=config.train_template.grpo
@@ -107,8 +108,7 @@ def warm_start(config, workdir: str, data_dir: str, seed: int) -> str:
     json.dump({"train_samples": len(samples), "train_short": len(short),
                "heldout": len(held), "heldout_short": len(short_held),
                "rows": len(encoded), "dropped": len(rows) - len(encoded),
-               "steps": warmstart.sft_steps(c, len(encoded)),
-               "epochs": round(warmstart.sft_steps(c, len(encoded)) * c.batch / len(encoded), 2),
+               "steps": steps, "epochs": round(steps * c.batch / len(encoded), 2),
                "agent_steps": sum(s.action is not None for t in trajs for s in t.steps),
                "agent_steps_listed": sum(s.action is not None and bool(s.admissible)
                                          for t in trajs for s in t.steps),

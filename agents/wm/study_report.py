@@ -114,7 +114,7 @@ def study_report(rows_by_condition_seed: Mapping[tuple[str, object], Sequence[di
     _termination_part(out, tag, title, rows_by_cond, outdir, scale_label)
     pending_llm += _traces_cells(out, tag, by_seed, present, trace_judge, trace_samples, seed)
     _overlap_part(out, tag, title, {"pooled": rows_by_cond} if overlap_pool_seeds else by_seed,
-                  min_samples, reference, seed, outdir, scale_label)
+                  min_samples, reference, seed, outdir, scale_label, overlap_pool_seeds)
   _finish_traces(trace_judge, pending_llm)
   _traces_part(out, outdir, scale_label)
   if direct_distributions:
@@ -229,7 +229,7 @@ def _traces_part(out, outdir, scale_label) -> None:
 
 
 def _overlap_part(out, tag, title, by_seed, min_samples, reference, seed, outdir,
-                  scale_label) -> None:
+                  scale_label, seeds_pooled=False) -> None:
   dists = overlap.sampled_distributions({(c, s): conds[c] for s, conds in by_seed.items()
                                          for c in conds}, min_samples)
   ov = overlap.pairwise(dists, "sampled", seed=seed, reference=reference)
@@ -240,7 +240,7 @@ def _overlap_part(out, tag, title, by_seed, min_samples, reference, seed, outdir
       f"Action-distribution overlap (sampled, with CoT), {title}",
       f"Σ_a min(p(a), q(a)) of the two conditions' sent-action distributions at shared "
       f"decision points (an identical agent prompt met with ≥ {min_samples} replies by each"
-      f"{', seeds pooled' if list(by_seed) == ['pooled'] else ''}); "
+      f"{', seeds pooled' if seeds_pooled else ''}); "
       "mean over points with a point-bootstrap 95% interval (2,000 draws); group means and "
       "their difference Δ below.", ov, key=["a", "b"]) + "\n" + markdown_table(groups))
   if any(r["overlap"] is not None for r in ov):

@@ -90,8 +90,13 @@ def response_logprobs(apply_fn: ApplyFn, params: Any, input_ids: jax.Array,
 
 def rollout_logprobs(apply_fn: ApplyFn, params: Any, ref_params: Any, input_ids: jax.Array,
                      attention_mask: jax.Array, n_response: int, temperature: float = 1.0,
-                     with_old: bool = True) -> tuple[jax.Array | None, jax.Array]:
+                     with_old: bool = True,
+                     micro_rows: int = 0) -> tuple[jax.Array | None, jax.Array]:
   """The sampling policy's and the frozen reference's log-probs of a rollout, in one program.
+
+  With `micro_rows`, the rows are scored `micro_rows` at a time (`lax.map` over chunks), so the
+  [rows, N, V] float32 logits of a paper-scale rollout (256 x 512 x 152k: 80 GB) exist for one
+  chunk at a time, as in the update step's micro-batches; the result is the same.
 
   Args:
     apply_fn, input_ids, attention_mask, n_response, temperature: as `response_logprobs`.
@@ -99,11 +104,21 @@ def rollout_logprobs(apply_fn: ApplyFn, params: Any, ref_params: Any, input_ids:
     ref_params: the frozen reference's params.
     with_old: False skips the sampling policy's pass (an on-policy update reads its own
       log-probs as old_logp, see `make_grpo_step`).
+    micro_rows: rows per scoring chunk; 0, or not a proper divisor of the rows: all at once.
   Returns:
     (old_logp or None, ref_logp), each [R, N] float32.
   """
-  score = lambda p: response_logprobs(apply_fn, p, input_ids, attention_mask, n_response,
-                                      temperature)[0]
+  rows = input_ids.shape[0]
+
+  def score(p):
+    if not micro_rows or micro_rows >= rows or rows % micro_rows:
+      return response_logprobs(apply_fn, p, input_ids, attention_mask, n_response, temperature)[0]
+    chunks = lambda x: x.reshape(rows // micro_rows, micro_rows, *x.shape[1:])
+    out = jax.lax.map(lambda c: response_logprobs(apply_fn, p, c[0], c[1], n_response,
+                                                  temperature)[0],
+                      (chunks(input_ids), chunks(attention_mask)))
+    return out.reshape(rows, n_response)
+
   return (score(params) if with_old else None), score(ref_params)
 
 
@@ -191,7 +206,7 @@ class GRPOTrainer:
     self.apply_fn, self.sample_fn, self.state, self.cfg = apply_fn, sample_fn, state, cfg
     # Copy: the update step donates the state, so the reference must own its buffers.
     self.ref_params = jax.tree.map(jnp.copy, state.params if ref_params is None else ref_params)
-    self._logprobs = jax.jit(rollout_logprobs, static_argnums=(0, 5, 6, 7))
+    self._logprobs = jax.jit(rollout_logprobs, static_argnums=(0, 5, 6, 7, 8))
     self._step_fn = step_fn
     self._steps: dict[int, Callable] = {}
     self.tx = tx
@@ -267,9 +282,10 @@ class GRPOTrainer:
     # One update over the whole batch is on-policy: the step reads its own log-probs as old_logp,
     # so only the reference is scored here; otherwise both, in one program.
     on_policy = cfg.update_epochs == 1 and mb_rows == rows
+    # scored in the update's micro-batches: one chunk's [micro, N, V] logits at a time
     old_logp, ref_logp = self._logprobs(self.apply_fn, self.state.params, self.ref_params,
                                         dev["input_ids"], dev["attention_mask"], n,
-                                        cfg.temperature, not on_policy)
+                                        cfg.temperature, not on_policy, micro)
     data = {**dev, "ref_logp": ref_logp, "advantages": jnp.asarray(adv.reshape(-1)),
             **({} if on_policy else {"old_logp": old_logp})}
     t_roll = time.perf_counter() - t0

@@ -37,6 +37,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import ml_collections
 import numpy as np
 from flax import nnx
 
@@ -52,6 +53,9 @@ PLAN_BLOCK_DEFAULTS: dict[str, Any] = dict(
     embedder="", embedder_dtype="bfloat16", device_memory_gib=0.0, compile=True,
     check="analytic")
 CHECKS = ("analytic", "compile", "off")
+DEFAULT_OPTIM = ml_collections.ConfigDict(dict(
+    lr=1e-5, warmup_frac=0.0, schedule="constant", weight_decay=0.01, b1=0.9,
+    b2=0.999, clip_norm=1.0))
 
 
 def plan_block(**fields) -> dict:
@@ -215,7 +219,8 @@ def compute(config: Any, compile_step: bool | None = None) -> Plan:
   """The memory plan of a run config.
 
   Args:
-    config: a run config with `model`, `mesh` (data, fsdp), `optim` and `plan` blocks.
+    config: a run config with `model` and `plan` blocks, and normally `mesh` (data, fsdp; else
+      one device) and `optim` (else AdamW: the state's shapes do not depend on its settings).
     compile_step: overrides `plan.compile` (False: analytic only).
   Returns:
     A Plan. `fits` is None when the device memory is unknown (CPU without device_memory_gib).
@@ -226,8 +231,10 @@ def compute(config: Any, compile_step: bool | None = None) -> Plan:
   trainer = p["trainer"]
   if trainer not in TRAINERS:
     raise ValueError(f"unknown plan.trainer {trainer!r}; valid: {', '.join(TRAINERS)}")
-  mesh = sharding.make_mesh(config.mesh.data, config.mesh.fsdp)
-  n_batch = config.mesh.data * config.mesh.fsdp
+  # No `mesh` block: one device (the trainers' default, lib.train_loop.make_mesh).
+  shape = config.mesh if "mesh" in config else dict(data=1, fsdp=1)
+  mesh = sharding.make_mesh(shape["data"], shape["fsdp"])
+  n_batch = shape["data"] * shape["fsdp"]
   micro = p["micro_rows"] or p["rows"]
   if p["rows"] % micro or micro % n_batch:
     raise ValueError(f"plan.rows={p['rows']} must be a multiple of micro_rows={micro}, itself a "
@@ -238,7 +245,9 @@ def compute(config: Any, compile_step: bool | None = None) -> Plan:
   abstract = models.set_remat(abstract_model(arch), remat)
   apply_fn, params = nnx_apply_fn(abstract, compute_dtype=compute_dtype(config.model))
   params = jax.tree.map(lambda x: _sds(x.shape, x.dtype), params)
-  tx = optim.from_config(config.optim, 1)
+  # AdamW's state has the same shapes whatever its hyperparameters (configs whose trainer reads
+  # them from elsewhere, e.g. `train.lr`, have no `optim` block)
+  tx = optim.from_config(config.optim if "optim" in config else DEFAULT_OPTIM, 1)
   state = jax.eval_shape(lambda q: TrainState.create(q, tx), params)
   state_sh = sharding.state_shardings(state, mesh)
   params_sh = sharding.state_shardings(params, mesh)

@@ -26,3 +26,14 @@ if (os.environ["JAX_PLATFORMS"] == "cpu"
 if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
   os.environ["JAX_COMPILATION_CACHE_DIR"] = tempfile.mkdtemp(prefix="accord-jax-cache-")
   atexit.register(shutil.rmtree, os.environ["JAX_COMPILATION_CACHE_DIR"], ignore_errors=True)
+
+
+def pytest_collection_modifyitems(config, items):
+  """Tests in an `xdist_group` come first, in collection order otherwise.
+
+  A group is a module whose tests share one long module-scoped fixture (the debug studies, ~2-3
+  min each). `--dist loadgroup` (pytest.ini) keeps a group on one xdist worker: under plain
+  `load` its tests were split over both workers and each ran the fixture. Starting the groups
+  first hands the first one to each worker at the start of the run, so neither is still running
+  after the short tests are done."""
+  items.sort(key=lambda item: item.get_closest_marker("xdist_group") is None)

@@ -19,6 +19,7 @@ from configs import common
 from configs.conpact import scripted as scripted_config
 from configs.conpact import train as train_config
 from lib.llm import factory
+from lib.memory_plan import plan_block
 from lib.model_setup import model_block
 
 # Misperception rate of the demonstrators (per row; planner and actor draw independently). Fixed
@@ -144,4 +145,7 @@ def get_config(arg=None):
   # debug (a CI test): one recipe and its baseline keep the run to a few minutes
   c.recipes = [dict(name=n, recipe=r, curate=cur) for n, r, cur in RECIPES
                if not d or n in ("conpact_r", "baseline")]
+  # `--plan`: the largest training step, a base role's SFT step (`base.train` batch x max_len;
+  # the recipes' continued SFT uses conpact/train's smaller batch)
+  c.plan = plan_block(trainer="sft", rows=c.base.train.batch, seq_len=c.base.train.max_len)
   return c

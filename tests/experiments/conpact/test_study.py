@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+from launch_server import launch_optimised
 from configs.conpact import flax as conpact_flax
 from configs.conpact import study as study_config
 from experiments import registry
@@ -17,13 +18,19 @@ def _strict(path):
   with open(path, encoding="utf-8") as f:
     return json.load(f, parse_constant=bad)
 
+# one worker runs the module (its tests share the study fixture); tests/conftest.py
+pytestmark = pytest.mark.xdist_group("conpact_study")
+
 
 @pytest.fixture(scope="module")
 def study(tmp_path_factory):
+  """The debug study through `launch.py`, in its own process at XLA's default optimisation level
+  (tests/launch_server.launch_optimised)."""
   d = str(tmp_path_factory.mktemp("conpact_study"))
+  out = launch_optimised("--config=configs/conpact/study.py:debug=True", f"--workdir={d}")
+  assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
   c = study_config.get_config("debug=True")
   c.debug = True                               # launch.py records the :debug arg the same way
-  registry.get("conpact/study")(c, d)
   return c, d
 
 

@@ -12,18 +12,28 @@ pytest.importorskip("textworld")
 
 from flax import nnx  # noqa: E402
 
+from launch_server import launch_optimised  # noqa: E402
 from agents.wm import data, embedders, warmstart  # noqa: E402
 from configs.wm import study as wm_study_config  # noqa: E402
 from envs.text.textworld_env import game_path, make_games  # noqa: E402
 from experiments import registry  # noqa: E402
 from lib import models, tokenizer as tokenizer_lib  # noqa: E402
 
+# one worker runs the module (its tests share the study fixture); tests/conftest.py
+pytestmark = pytest.mark.xdist_group("wm_study")
+
 
 @pytest.fixture(scope="module")
 def study(tmp_path_factory):
-  c = wm_study_config.get_config("debug=True")
+  """The debug study through `launch.py`, in its own process at XLA's default optimisation level
+  (tests/launch_server.launch_optimised); the summary as launch.py wrote it (strict JSON, so
+  per-seed keys are strings)."""
   work = str(tmp_path_factory.mktemp("wm_study"))
-  summary = registry.get("wm/study")(c, work)
+  out = launch_optimised("--config=configs/wm/study.py:debug=True", f"--workdir={work}")
+  assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+  c = wm_study_config.get_config("debug=True")
+  with open(os.path.join(work, "summary.json"), encoding="utf-8") as f:
+    summary = json.load(f, parse_constant=pytest.fail)["summary"]
   return c, work, summary
 
 
@@ -92,7 +102,7 @@ def test_one_warm_start_gives_a_usable_gt_reward_and_seeds_vary_training(study):
               "rb") as f:
       weights.append(f.read())
   assert weights[0] != weights[1]
-  assert s["train"][0]["GRPO-GT"]["steps"] == c.train_template.train.steps
+  assert s["train"]["0"]["GRPO-GT"]["steps"] == c.train_template.train.steps
 
 
 def test_random_init_is_degenerate_where_the_warm_start_is_not(study):
@@ -128,11 +138,11 @@ def test_a_rerun_resumes_every_stage(study):
   c, work, s = study
   counts = {seed: _lines(os.path.join(work, f"seed_{seed}", "eval", "results.jsonl"))
             for seed in c.seeds}
-  again = registry.get("wm/study")(c, work)
+  again = json.loads(json.dumps(registry.get("wm/study")(c, work)))   # as summary.json holds it
   assert {seed: _lines(os.path.join(work, f"seed_{seed}", "eval", "results.jsonl"))
           for seed in c.seeds} == counts
   assert again["pooled"] == s["pooled"]
   for seed in c.seeds:   # no trainer step repeated: every condition resumed at its last step
     for cond in c.conditions:
       if cond != "BASE":
-        assert again["train"][seed][cond]["steps"] == c.train_template.train.steps
+        assert again["train"][str(seed)][cond]["steps"] == c.train_template.train.steps

@@ -21,7 +21,7 @@ import optax
 from flax import nnx
 
 from lib import optim, rl, rewards, sampling
-from lib.train_state import ApplyFn, TrainState
+from lib.train_state import ApplyFn, TrainState, map_row_chunks
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,20 +104,13 @@ def rollout_logprobs(apply_fn: ApplyFn, params: Any, ref_params: Any, input_ids:
     ref_params: the frozen reference's params.
     with_old: False skips the sampling policy's pass (an on-policy update reads its own
       log-probs as old_logp, see `make_grpo_step`).
-    micro_rows: rows per scoring chunk; 0, or not a proper divisor of the rows: all at once.
+    micro_rows: rows per scoring chunk (`lib.train_state.map_row_chunks`); 0: all at once.
   Returns:
     (old_logp or None, ref_logp), each [R, N] float32.
   """
-  rows = input_ids.shape[0]
-
   def score(p):
-    if not micro_rows or micro_rows >= rows or rows % micro_rows:
-      return response_logprobs(apply_fn, p, input_ids, attention_mask, n_response, temperature)[0]
-    chunks = lambda x: x.reshape(rows // micro_rows, micro_rows, *x.shape[1:])
-    out = jax.lax.map(lambda c: response_logprobs(apply_fn, p, c[0], c[1], n_response,
-                                                  temperature)[0],
-                      (chunks(input_ids), chunks(attention_mask)))
-    return out.reshape(rows, n_response)
+    return map_row_chunks(lambda ids, mask: response_logprobs(
+        apply_fn, p, ids, mask, n_response, temperature)[0], micro_rows, input_ids, attention_mask)
 
   return (score(params) if with_old else None), score(ref_params)
 

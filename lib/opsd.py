@@ -20,7 +20,7 @@ import numpy as np
 import optax
 
 from lib import distill, optim
-from lib.train_state import ApplyFn, TrainState, token_logprobs
+from lib.train_state import ApplyFn, TrainState, map_row_chunks, token_logprobs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,8 +149,11 @@ class OPSDTrainer:
     # Copy: the update step donates the state, so the teacher must own its buffers.
     self.teacher_params = jax.tree.map(
         jnp.copy, state.params if teacher_params is None else teacher_params)
-    self._logp = jax.jit(lambda p, ids, mask, tokens: token_logprobs(
-        response_logits(apply_fn, p, ids, mask, tokens.shape[1]) / cfg.temperature, tokens))
+    # the old log-probs of a rollout, scored in the update's micro-batches (static `micro`)
+    self._logp = jax.jit(lambda p, ids, mask, tokens, micro: map_row_chunks(
+        lambda i, m, t: token_logprobs(
+            response_logits(apply_fn, p, i, m, t.shape[1]) / cfg.temperature, t),
+        micro, ids, mask, tokens), static_argnums=4)
     self._steps: dict[int, Callable] = {}
     self._step_fn = step_fn
 
@@ -206,13 +209,13 @@ class OPSDTrainer:
     roll = self.rollout(student_prompt, teacher_prompt, k_sample, span_fn)
     lengths = roll.pop("lengths")
     data = {k: jnp.asarray(v) for k, v in roll.items()}
-    data["old_logp"] = self._logp(self.state.params, data["student_ids"], data["student_mask"],
-                                  data["tokens"])
     rows = data["tokens"].shape[0]
     mb = min(cfg.minibatch, rows)
     micro = cfg.micro_batch or mb
     if rows % mb or mb % micro:
       raise ValueError(f"{rows} rows do not split into minibatches of {mb} / micro of {micro}")
+    data["old_logp"] = self._logp(self.state.params, data["student_ids"], data["student_mask"],
+                                  data["tokens"], micro)
     step = self._update(mb // micro)
     out = []
     for epoch in range(cfg.update_epochs):

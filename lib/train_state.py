@@ -97,3 +97,24 @@ def token_logprobs(logits: jax.Array, tokens: jax.Array,
   logp = jax.nn.log_softmax(logits.astype(jnp.float32) / temperature, axis=-1)
   return jnp.take_along_axis(logp, tokens[..., None].astype(jnp.int32), axis=-1)[..., 0]
 
+
+
+def map_row_chunks(fn: Callable, micro_rows: int, *arrays: jax.Array) -> Any:
+  """fn(*arrays) computed `micro_rows` rows at a time (`lax.map` over [R / m, m, ...] chunks,
+  inside the caller's jit), its [m, ...] outputs joined back to [R, ...]. For the no-gradient
+  scoring passes of a rollout (GRPO's old/reference log-probs, OPSD's old log-probs): their
+  [rows, N, V] float32 logits exist for one chunk at a time, as in the update's micro-batches.
+
+  Args:
+    fn: row-wise function of [R, ...] arrays -> a pytree of [R, ...] arrays.
+    micro_rows: rows per chunk; 0, >= R or not a divisor of R: one call over every row.
+    *arrays: [R, ...] arrays.
+  Returns:
+    fn's output, as one call over every row would give it.
+  """
+  rows = arrays[0].shape[0]
+  if not micro_rows or micro_rows >= rows or rows % micro_rows:
+    return fn(*arrays)
+  chunks = [x.reshape(rows // micro_rows, micro_rows, *x.shape[1:]) for x in arrays]
+  out = jax.lax.map(lambda c: fn(*c), chunks)
+  return jax.tree.map(lambda y: y.reshape(rows, *y.shape[2:]), out)

@@ -29,11 +29,12 @@ if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
 
 
 def pytest_collection_modifyitems(config, items):
-  """Tests in an `xdist_group` come first, in collection order otherwise.
+  """Modules marked `long_module(seconds)` first, longest first; the rest in collection order.
 
-  A group is a module whose tests share one long module-scoped fixture (the debug studies, ~2-3
-  min each). `--dist loadgroup` (pytest.ini) keeps a group on one xdist worker: under plain
-  `load` its tests were split over both workers and each ran the fixture. Starting the groups
-  first hands the first one to each worker at the start of the run, so neither is still running
-  after the short tests are done."""
-  items.sort(key=lambda item: item.get_closest_marker("xdist_group") is None)
+  xdist (`--dist loadscope`, pytest.ini) hands whole modules to the two workers round-robin at
+  the start, so the longest modules run side by side from the first minute (longest-processing-
+  time-first) instead of one of them being the tail of the run."""
+  def seconds(item):
+    mark = item.get_closest_marker("long_module")
+    return -mark.args[0] if mark else 0
+  items.sort(key=seconds)

@@ -16,6 +16,8 @@ from launch_server import LaunchServer
 from lib import memory_plan
 from lib.model_setup import model_block
 
+pytestmark = pytest.mark.long_module(45)   # scheduled first: tests/conftest.py
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # tests/ on the path too: the child (this file as a script) imports tests/launch_server.py
 ENV8 = dict(os.environ, JAX_PLATFORMS="cpu",

@@ -10,12 +10,16 @@ import os
 import subprocess
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.long_module(60)   # scheduled first: tests/conftest.py
+
 LR = 1e-2
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_sft_grpo_opsd_steps_on_8_devices_equal_single_device():
-  # tests/conftest.py's -O0 flag is kept: the child is compile-bound (15 s instead of 48 s).
+  # tests/conftest.py's -O0 flag is kept: the child is compile-bound (59 s instead of 79 s).
   env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=ROOT,
              XLA_FLAGS=os.environ.get("XLA_FLAGS", "") +
              " --xla_force_host_platform_device_count=8")

@@ -16,7 +16,8 @@ from envs.minecraft import executor, recipes
 from envs.minecraft import world as W
 from envs.minecraft.layout import make_layout
 
-pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="live backend needs Node.js")
+pytestmark = [pytest.mark.skipif(shutil.which("node") is None, reason="live backend needs Node.js"),
+              pytest.mark.long_module(45)]   # scheduled first: tests/conftest.py
 
 
 def _one_per_family(suite="heldout"):

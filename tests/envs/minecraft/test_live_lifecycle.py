@@ -12,7 +12,8 @@ import pytest
 from agents.gencoord import protocol, suites, templates
 from agents.gencoord.policies import registry as policies
 
-pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="live backend needs Node.js")
+pytestmark = [pytest.mark.skipif(shutil.which("node") is None, reason="live backend needs Node.js"),
+              pytest.mark.long_module(50)]   # scheduled first: tests/conftest.py
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
     __file__)))))
 

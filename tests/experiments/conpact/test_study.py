@@ -18,8 +18,7 @@ def _strict(path):
   with open(path, encoding="utf-8") as f:
     return json.load(f, parse_constant=bad)
 
-# one worker runs the module (its tests share the study fixture); tests/conftest.py
-pytestmark = pytest.mark.xdist_group("conpact_study")
+pytestmark = pytest.mark.long_module(160)   # scheduled first: tests/conftest.py
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,8 @@ from experiments.gencoord import learned as gencoord_learned
 from lib.llm.backend import SamplingParams
 from lib.llm.flax_backend import FlaxBackend
 
+pytestmark = pytest.mark.long_module(80)   # scheduled first: tests/conftest.py
+
 
 def _tiny(c):
   c.model.overrides.update(hidden_size=32, num_layers=1, num_heads=2, num_kv_heads=1,

@@ -19,8 +19,7 @@ from envs.text.textworld_env import game_path, make_games  # noqa: E402
 from experiments import registry  # noqa: E402
 from lib import models, tokenizer as tokenizer_lib  # noqa: E402
 
-# one worker runs the module (its tests share the study fixture); tests/conftest.py
-pytestmark = pytest.mark.xdist_group("wm_study")
+pytestmark = pytest.mark.long_module(200)   # scheduled first: tests/conftest.py
 
 
 @pytest.fixture(scope="module")

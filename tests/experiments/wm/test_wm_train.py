@@ -14,6 +14,8 @@ from configs.wm import train as wm_train_config
 from experiments.wm import train as wm_train
 from lib import rewards, tokenizer as tokenizer_lib
 
+pytestmark = pytest.mark.long_module(50)   # scheduled first: tests/conftest.py
+
 OBS = ["You are in the kitchen. A fridge is here.", "The fridge is open. It holds an egg.",
        "You pick up the egg.", "Nothing happens.", "You are in the garden. A shovel lies here.",
        "The door to the hallway is now open.", "The stove is on and getting hot.",

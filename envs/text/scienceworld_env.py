@@ -140,16 +140,20 @@ class ScienceWorld:
     """Ends the JVM without talking to it (it may be dead or stopped)."""
     sw, pool = self._sw, self._pool
     self._sw, self._pool, self._loaded = None, None, None
+    # The JVM dies first: cancelling the pool's queued calls drops their py4j objects, whose
+    # finalizers ask the JVM to free them over the socket. A stopped (hung) JVM never answers,
+    # so that request blocked the run forever; a killed one refuses it at once.
+    if sw is not None:
+      proc = sw._gateway.java_process  # pylint: disable=protected-access
+      try:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+      except (OSError, ProcessLookupError, Exception):  # pylint: disable=broad-except
+        pass
     if pool is not None:
       pool.shutdown(wait=False, cancel_futures=True)
     if sw is None:
       return
-    proc = sw._gateway.java_process  # pylint: disable=protected-access
-    try:
-      os.kill(proc.pid, signal.SIGKILL)
-      proc.wait(timeout=10)
-    except (OSError, ProcessLookupError, Exception):  # pylint: disable=broad-except
-      pass
     try:
       sw._gateway.shutdown()  # pylint: disable=protected-access
     except Exception:  # pylint: disable=broad-except

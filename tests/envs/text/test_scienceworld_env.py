@@ -2,8 +2,10 @@
 
 One JVM serves the whole module (starting Java takes ~10 s); the kill and hang tests restart it.
 """
+import gc
 import os
 import signal
+import threading
 
 import numpy as np
 import pytest
@@ -113,3 +115,28 @@ def test_dead_or_hung_jvm_is_recorded_and_the_run_continues(env, sig, code):
   assert ok.success and ok.env_error is None and env.restarts == restarts + 1
   assert [s.action for s in ok.steps] == env.gold_actions()
   assert np.isclose(sum(s.reward for s in ok.steps), 1.0)
+
+
+def test_killing_a_stopped_jvm_returns_when_garbage_collection_runs_inside(env):
+  """A hung (stopped) JVM: `_kill` must return even when Python's cyclic garbage collector frees
+  a py4j object while it runs (seen in CI: the collector ran inside the worker pool's shutdown,
+  the object's finalizer asked the stopped JVM to free it and waited forever). The JVM is now
+  killed first, so such a request fails at once. Here the collection is forced at that point."""
+  env.reset(0)
+  sw, pool = env._sw, env._pool
+  gc.disable()
+  try:
+    cycle = [sw._gateway.jvm.java.util.ArrayList()]   # a JavaObject only a reference cycle holds
+    cycle.append(cycle)
+    del cycle
+    os.kill(env.jvm_pid, signal.SIGSTOP)
+    shutdown = pool.shutdown
+    pool.shutdown = lambda *a, **k: (gc.collect(), shutdown(*a, **k))
+    done = threading.Event()
+    threading.Thread(target=lambda: (env._kill(), done.set()), daemon=True).start()
+    assert done.wait(30), "_kill blocked on the stopped JVM"
+  finally:
+    gc.enable()
+  assert env.jvm_pid is None
+  obs, _ = env.reset(0)                          # and the env starts a fresh JVM
+  assert "This room is called" in obs

@@ -46,3 +46,16 @@ def test_cpu_backward_transposes_behind_a_barrier():
   jaxpr = str(jax.make_jaxpr(jax.grad(lambda a, b: dense_matmul(a, b).sum(), (0, 1)))(x, w))
   assert jax.default_backend() == "cpu"
   assert "optimization_barrier" in jaxpr
+
+
+def test_accelerator_backward_is_a_plain_einsum_with_the_same_gradients(monkeypatch):
+  """The branch GPUs and TPUs take (cuBLAS and TPU matmuls read transposed operands natively)."""
+  x = jax.random.normal(jax.random.key(3), (3, 7))
+  w = jax.random.normal(jax.random.key(4), (7, 9))
+  monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+  grad = jax.grad(lambda a, b: (dense_matmul(a, b) ** 2).sum(), (0, 1))
+  assert "optimization_barrier" not in str(jax.make_jaxpr(grad)(x, w))
+  dx, dw = grad(x, w)
+  ref_dx, ref_dw = jax.grad(lambda a, b: ((a @ b) ** 2).sum(), (0, 1))(x, w)
+  np.testing.assert_allclose(dx, ref_dx, rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(dw, ref_dw, rtol=1e-5, atol=1e-5)

@@ -30,12 +30,17 @@ import sys
 import tempfile
 import time
 
+from lib import console  # first: it silences banners of the libraries imported below
+
+console.quiet_import_banners(sys.argv)
+
+# pylint: disable=wrong-import-position
 from absl import app, flags, logging
 from ml_collections import config_flags
 
 from configs import common
 from experiments import registry
-from lib import console, memory_plan, tb
+from lib import memory_plan, tb
 from lib.checkpoint import CheckpointError
 from lib.launch_checks import LaunchError, check_input_paths, config_fields
 from lib.llm import factory

@@ -2,11 +2,12 @@
 
 python launch.py --config=configs/quickstart.py --workdir=runs/quickstart
 python launch.py --config=configs/quickstart.py:debug=True --workdir=runs/quickstart_debug
+python launch.py --config=configs/quickstart.py:seed=3 --workdir=runs/quickstart_s3
 
 Writes the 1,920 validated supervision rows, trains a byte-level BPE on them, trains a tiny
-Qwen3 (2 layers, d=128) with target-only SFT (3,360 steps at batch 8), then runs the 128
-held-out semantic clusters (both role views) closed loop in the simulated Minecraft workcell
-with batched greedy decoding.
+Qwen3 (2 layers, d=128) with target-only SFT (at most 20 epochs at batch 8, stopped on the
+validation split), then runs the 128 held-out semantic clusters (both role views) closed loop
+in the simulated Minecraft workcell with batched greedy decoding.
 summary.md: success with cluster-bootstrap CI and Clopper-Pearson, raw validity, calls, tokens,
 wire bytes, warm batch-1 TTC p50/p95, batched episodes/s; PNG plots; TensorBoard under tb/.
 """
@@ -15,16 +16,26 @@ from configs.gencoord.learned_common import base
 
 
 def get_config(arg=None):
-  arg = common.parse_arg(arg, debug=False, seeds=1)
+  arg = common.parse_arg(arg, debug=False, seeds=1, seed=0)
   c = base(arg)
-  c.experiment = "quickstart"
+  # The training seed (model init and data order): `:seed=3` trains seed 3, `:seeds=5` seeds
+  # seed..seed+4 one after another.
+  c.seeds = [arg.seed + i for i in range(arg.seeds)]
+  c.experiment = "gencoord/learned"
   c.title = "Quickstart: Direct Short DSL, tiny Qwen3 trained from scratch (held-out clusters)"
-  c.seed = 0
+  c.seed = arg.seed
   # From scratch a 0.5M-parameter model needs many more updates than the paper's fine-tune
-  # (2 epochs, 240 steps at batch 16, lr 1e-5): 14 epochs at batch 8 = 3,360 steps. Measured
-  # (held-out success): 720 steps at batch 16 84.4%; 2,400 at batch 8 100% and, in a second
-  # run, 93.8% (one template-binding not yet learned), so the budget keeps a margin.
-  c.train.epochs = 1 if arg.debug else 14
+  # (2 epochs, 240 steps at batch 16, lr 1e-5), and whole template-bindings are learned at
+  # once, at an epoch that varies with the seed and the float rounding. So the budget is a
+  # ceiling (20 epochs at batch 8, 4,800 steps) and the stop is read off the validation split:
+  # the forward `intervention` clusters (worlds disjoint from train and held-out), scored by
+  # teacher-forced greedy exact match after every epoch; from epoch 6 on, the first epoch at
+  # which every validation cluster is exact ends training (agents/gencoord/learned/validation).
+  # The rule was fixed before the robustness runs (configs/gencoord/README.md) and never
+  # looks at a held-out cluster.
+  c.train.epochs = 1 if arg.debug else 20
+  c.train.select = dict(split="intervention", every_epochs=1, min_epochs=1 if arg.debug else 6,
+                        stop_at=1.0)
   c.train.batch = 8
   c.train.lr = 3e-3
   # A checkpoint costs ~0.8 CPU-s here (orbax); every 480 steps (7 saves, not 56) still resumes

@@ -11,7 +11,7 @@ or any OpenAI SDK. The chosen port is written to <workdir>/server.json.
 import ml_collections
 
 from configs import common
-from lib.model_setup import model_block
+from lib.config_blocks import model_block
 
 
 def get_config(arg=None):

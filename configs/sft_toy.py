@@ -7,8 +7,7 @@ python launch.py --config=configs/sft_toy.py --workdir=runs/sft_plan --plan   # 
 import ml_collections
 
 from configs import common
-from lib.memory_plan import plan_block
-from lib.model_setup import model_block
+from lib.config_blocks import model_block, plan_block
 
 
 def get_config(arg=None):

@@ -16,7 +16,8 @@ import ml_collections
 import numpy as np
 
 from lib import grpo, memory_plan, optim, sft, sharding, train_loop
-from lib.model_setup import build_model, model_block
+from lib.config_blocks import model_block, plan_block
+from lib.model_setup import build_model
 from lib.results import ResultsLog, write_summary
 from lib.train_state import nnx_apply_fn
 
@@ -37,9 +38,9 @@ def case_config(config, case: dict, trainer: str) -> ml_collections.ConfigDict:
                         dtype="bfloat16", remat="full")
   c.mesh = dict(config.mesh)
   c.optim = dict(config.optim)
-  c.plan = memory_plan.plan_block(trainer=trainer, rows=case["rows"], seq_len=case["seq_len"],
-                                  response_len=config.response_len if trainer == "grpo" else 0,
-                                  reference=trainer == "grpo")
+  c.plan = plan_block(trainer=trainer, rows=case["rows"], seq_len=case["seq_len"],
+                      response_len=config.response_len if trainer == "grpo" else 0,
+                      reference=trainer == "grpo")
   return c
 
 

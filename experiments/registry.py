@@ -21,7 +21,6 @@ EXPERIMENTS: dict[str, str] = {
     "gencoord/bench": "experiments.gencoord.bench",
     "gencoord/data": "experiments.gencoord.data",
     "gencoord/learned": "experiments.gencoord.learned",
-    "quickstart": "experiments.quickstart",
     "serve": "experiments.serve",
     "bench/host_loop": "experiments.bench.host_loop",
     "conpact/eval": "experiments.conpact.eval",

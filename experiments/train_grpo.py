@@ -12,7 +12,7 @@ import jax
 import numpy as np
 from absl import logging
 
-from lib import grpo, optim, rewards, train_loop
+from lib import grpo, optim, rewards, tb, train_loop
 from lib.progress import progress, show_step
 from lib.results import write_summary
 
@@ -49,7 +49,7 @@ def run(config, workdir):
   ref_params = None
   if start:  # the reference is the initial model, not the resumed one
     ref_params = train_loop.setup(config, tx, jax.random.fold_in(key, 0))[2].params
-  step_fn = train_loop.rl_step_fn("grpo", apply_fn, tx, cfg, c.prompts, mesh, state_sh)
+  step_fn = grpo.GRPOTrainer.mesh_step_fn(apply_fn, tx, cfg, c.prompts, mesh, state_sh)
   trainer = grpo.GRPOTrainer(apply_fn, sample_fn, state, tx, cfg, ref_params=ref_params,
                              step_fn=step_fn)
   tokens_seen = int(meta.get("tokens_seen", 0))
@@ -64,7 +64,7 @@ def run(config, workdir):
     m["tokens_seen"] = tokens_seen
     history.append(m["reward_mean"])
     show_step(bar, m)
-    train_loop.log_scalars(workdir, it + 1, m, "grpo/")
+    tb.scalars(workdir, it + 1, m, "grpo/")
     if (it + 1) % c.log_every == 0:
       logging.info("grpo iteration %d: %s", it + 1, {k: round(v, 4) for k, v in m.items()})
     if (it + 1) % c.ckpt_every == 0 or it + 1 == c.iterations:

@@ -12,7 +12,7 @@ import numpy as np
 from absl import logging
 from flax import nnx
 
-from lib import grpo, opsd, optim, rewards, train_loop
+from lib import grpo, opsd, optim, rewards, tb, train_loop
 from lib.progress import progress, show_step
 from lib.results import write_summary
 
@@ -54,8 +54,7 @@ def run(config, workdir):
                                  temperature=cfg.temperature)
   ckpt, state, start, meta = train_loop.resume(workdir, state,
                                                 start_fresh=train_loop.fresh_start(config))
-  step_fn = train_loop.rl_step_fn("opsd", apply_fn, tx, cfg, c.rows, mesh, state_sh,
-                                  None if state_sh is None else state_sh.params)
+  step_fn = opsd.OPSDTrainer.mesh_step_fn(apply_fn, tx, cfg, c.rows, mesh, state_sh)
   trainer = opsd.OPSDTrainer(apply_fn, sample_fn, state, tx, cfg, teacher_params=teacher_params,
                              step_fn=step_fn)
   evaluate = jax.jit(opsd.make_jsd_eval(apply_fn, cfg))
@@ -73,7 +72,7 @@ def run(config, workdir):
     m["tokens_seen"] = tokens_seen
     if (it + 1) % c.eval_every == 0 or it + 1 == c.iterations:
       m["eval_jsd"] = jsd()
-    train_loop.log_scalars(workdir, it + 1, m, "opsd/")
+    tb.scalars(workdir, it + 1, m, "opsd/")
     show_step(bar, m)
     if (it + 1) % c.log_every == 0:
       logging.info("opsd iteration %d: %s", it + 1, {k: round(v, 4) for k, v in m.items()})

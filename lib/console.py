@@ -18,6 +18,47 @@ from absl import logging
 _LIBRARY_DIRS = tuple({os.path.realpath(sysconfig.get_paths()[k]) for k in ("purelib", "platlib")})
 
 
+# JAX logs one INFO line for every platform it probes and cannot open ("Unable to initialize
+# backend 'tpu': ... libtpu.so"), on every machine without that accelerator.
+_BACKEND_PROBE_LOGGER = "jax._src.xla_bridge"
+
+
+def verbose_requested(argv: list[str]) -> bool:
+  """Whether the command line turns absl's `--verbose` flag on (`--verbose`, `--verbose=true`).
+
+  Args:
+    argv: sys.argv.
+  Returns:
+    True for `--verbose`, `--verbose=true/1/yes`; False otherwise (`--noverbose` included).
+  """
+  on = False
+  for a in argv[1:]:
+    if a == "--verbose":
+      on = True
+    elif a.startswith("--verbose="):
+      on = a.split("=", 1)[1].lower() in ("true", "1", "yes", "t")
+    elif a == "--noverbose":
+      on = False
+  return on
+
+
+def quiet_import_banners(argv: list[str]) -> None:
+  """Keeps library banners off the console of a default run; `--verbose` keeps them.
+
+  Call it before transformers or JAX is imported: transformers reads
+  TRANSFORMERS_NO_ADVISORY_WARNINGS when it is imported (its "PyTorch was not found" advice in a
+  venv without torch), and JAX's backend probe lines are INFO records of one logger, raised to
+  WARNING here (a probe that fails for a platform the run asked for still raises).
+
+  Args:
+    argv: sys.argv.
+  """
+  if verbose_requested(argv):
+    return
+  os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+  std_logging.getLogger(_BACKEND_PROBE_LOGGER).setLevel(std_logging.WARNING)
+
+
 class LibraryInfoFilter(std_logging.Filter):
   """Drops INFO/DEBUG records logged from installed libraries (orbax writes hundreds per run)."""
 

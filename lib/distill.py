@@ -14,12 +14,14 @@ The audit trains OPSD with alpha = 0.5, the symmetric JSD. The trainer is `lib/o
 """
 import jax
 import jax.numpy as jnp
+import optax
 
 
 def _kl(logp: jax.Array, logq: jax.Array) -> jax.Array:
-  """KL(p || q) over the last axis from log-probabilities; 0 log 0 := 0."""
-  p = jnp.exp(logp)
-  return jnp.where(p > 0, p * (logp - logq), 0.0).sum(axis=-1)
+  """KL(p || q) over the last axis from finite log-probabilities (log-softmaxes of finite logits:
+  an underflowed p contributes 0). optax names the arguments the other way round: targets p,
+  predictions q."""
+  return optax.losses.kl_divergence_with_log_targets(logq, logp)
 
 
 def per_token_generalized_jsd(student_logits: jax.Array, teacher_logits: jax.Array,

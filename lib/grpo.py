@@ -20,13 +20,14 @@ import numpy as np
 import optax
 from flax import nnx
 
-from lib import optim, rl, rewards, sampling
+from lib import optim, rl, rl_trainer, rewards, sampling
 from lib.train_state import ApplyFn, TrainState, map_row_chunks
 
 
 @dataclasses.dataclass(frozen=True)
-class GRPOConfig:
-  """Defaults follow the audit's Table 6 (ALFWorld GRPO) where it gives one."""
+class GRPOConfig(rl_trainer.ConfigBlock):
+  """Defaults follow the audit's Table 6 (ALFWorld GRPO) where it gives one; `from_config` reads
+  it from the `grpo` config block."""
   group_size: int = 8             # rollout n
   temperature: float = 1.0        # sampling temperature; log-probs use the same scaling
   clip_eps: float = 0.2
@@ -40,21 +41,6 @@ class GRPOConfig:
   adv_eps: float = 1e-6
   scale_advantages: bool = True
   permute_scores: bool = False    # GT-PERM / MIS-PERM: shuffle scores inside each group
-
-  @classmethod
-  def from_config(cls, c: Any) -> "GRPOConfig":
-    """Builds the config from a block of field values; absent fields keep their defaults.
-
-    Args:
-      c: mapping (dict or ml_collections.ConfigDict) of GRPOConfig field names to values.
-    Returns:
-      GRPOConfig. Raises ValueError naming any unknown field.
-    """
-    names = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(dict(c)) - names)
-    if unknown:
-      raise ValueError(f"unknown {cls.__name__} fields {unknown}; valid: {sorted(names)}")
-    return cls(**dict(c))
 
 
 def response_logprobs(apply_fn: ApplyFn, params: Any, input_ids: jax.Array,
@@ -187,30 +173,25 @@ def nnx_sample_fn(model: nnx.Module, *, max_new_tokens: int, temperature: float 
   return sample_fn
 
 
-class GRPOTrainer:
+class GRPOTrainer(rl_trainer.RLTrainer):
   """Holds the train state, the frozen reference params and the jitted functions.
 
-  `step_fn` may be given pre-jitted (e.g. `lib.sharding.jit_step` over a mesh); by default the
-  update step is jitted plainly with the state donated.
+  `step_fn` may be given pre-jitted (`GRPOTrainer.mesh_step_fn` over a mesh); by default the
+  update step is jitted plainly with the state donated (`lib.rl_trainer.RLTrainer`).
   """
+  kind = "grpo"
+  make_step = staticmethod(make_grpo_step)
+
+  @staticmethod
+  def minibatch_rows(cfg: GRPOConfig, rows: int) -> int:
+    """Rows of one optimizer step for `rows` prompts per iteration: whole groups."""
+    return min(cfg.minibatch_prompts, rows) * cfg.group_size
 
   def __init__(self, apply_fn: ApplyFn, sample_fn: Callable, state: TrainState, tx,
                cfg: GRPOConfig, ref_params: Any = None, step_fn: Callable | None = None):
-    self.apply_fn, self.sample_fn, self.state, self.cfg = apply_fn, sample_fn, state, cfg
-    # Copy: the update step donates the state, so the reference must own its buffers.
-    self.ref_params = jax.tree.map(jnp.copy, state.params if ref_params is None else ref_params)
+    super().__init__(apply_fn, sample_fn, state, tx, cfg, step_fn)
+    self.ref_params = self.frozen_copy(ref_params)
     self._logprobs = jax.jit(rollout_logprobs, static_argnums=(0, 5, 6, 7, 8))
-    self._step_fn = step_fn
-    self._steps: dict[int, Callable] = {}
-    self.tx = tx
-
-  def _update(self, accum: int) -> Callable:
-    if self._step_fn is not None:
-      return self._step_fn
-    if accum not in self._steps:
-      self._steps[accum] = jax.jit(make_grpo_step(self.apply_fn, self.tx, self.cfg, accum),
-                                   donate_argnums=0)
-    return self._steps[accum]
 
   def rollout(self, prompt_ids, prompt_mask, key) -> dict:
     """G samples per prompt -> host dict of [B*G, ...] arrays (rows grouped by prompt).
@@ -255,7 +236,7 @@ class GRPOTrainer:
     cfg = self.cfg
     b = np.asarray(prompt_ids).shape[0]
     rows = b * cfg.group_size
-    mb_rows = min(cfg.minibatch_prompts, b) * cfg.group_size
+    mb_rows = self.minibatch_rows(cfg, b)
     if rows % mb_rows:
       raise ValueError(f"{b} prompts do not split into minibatches of {cfg.minibatch_prompts}")
     micro = cfg.micro_batch or mb_rows

@@ -7,7 +7,8 @@ is lowered and compiled for the configured ("data", "fsdp") mesh with abstract i
 devices (`XLA_FLAGS=--xla_force_host_platform_device_count=8`) and the device memory from
 `plan.device_memory_gib`, so plans for 1 x 80 GB or 8 x 80 GB are computed on a laptop.
 
-Config block `plan` (`plan_block(**fields)` fills the defaults and rejects unknown fields):
+Config block `plan` (`lib.config_blocks.plan_block(**fields)` fills the defaults, rejects
+unknown fields):
   trainer            "sft" | "grpo" | "opsd": which step is compiled
   rows               sequences per optimizer step (GRPO: prompts x group size)
   micro_rows         rows per accumulation micro-batch (0 = all rows at once)
@@ -24,7 +25,8 @@ Config block `plan` (`plan_block(**fields)` fills the defaults and rejects unkno
 
 Per device: `per_device_bytes` = the compiled step's arguments + outputs + temporaries - aliased
 (donated) bytes, plus what lives outside the step (reference for GRPO, embedder, rollout KV
-cache). The analytic breakdown beside it counts each resident piece from the shardings.
+cache). The analytic breakdown beside it counts each resident piece from the shardings
+(`lib/memory_breakdown.py`).
 
     plan = memory_plan.compute(config)            # config with model, mesh, optim, plan blocks
     memory_plan.write(plan, workdir)              # plan.json (strict JSON) + a printed table
@@ -38,42 +40,25 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import ml_collections
-import numpy as np
 from flax import nnx
 
 from lib import grpo, models, opsd, optim, sft, sharding
-from lib.model_setup import compute_dtype, filled_block, model_block
-from lib.models.qwen3_5.config import PRESETS as QWEN3_5_PRESETS
+from lib.config_blocks import model_block, plan_block
+from lib.memory_breakdown import activation_estimate, kv_cache_bytes, per_device_bytes
+from lib.model_setup import compute_dtype
 from lib.train_state import TrainState, nnx_apply_fn
 
 GIB = 2**30
 TRAINERS = ("sft", "grpo", "opsd")
-PLAN_BLOCK_DEFAULTS: dict[str, Any] = dict(
-    trainer="sft", rows=8, micro_rows=0, seq_len=128, response_len=0, reference=False,
-    embedder="", embedder_dtype="bfloat16", device_memory_gib=0.0, compile=True,
-    check="analytic")
 CHECKS = ("analytic", "compile", "off")
 DEFAULT_OPTIM = ml_collections.ConfigDict(dict(
     lr=1e-5, warmup_frac=0.0, schedule="constant", weight_decay=0.01, b1=0.9,
     b2=0.999, clip_norm=1.0))
 
 
-def plan_block(**fields) -> dict:
-  """The complete `plan` config block: PLAN_BLOCK_DEFAULTS with `fields` replaced.
-
-  Args:
-    **fields: any PLAN_BLOCK_DEFAULTS field.
-  Returns:
-    A new dict with every field.
-  Raises:
-    KeyError: a field that is not part of the block (the message lists the valid ones).
-  """
-  return filled_block("plan", PLAN_BLOCK_DEFAULTS, fields)
-
-
 def arch_config(block: Any):
   """The architecture of a `model` block without loading weights: the checkpoint's config.json
-  when `checkpoint` is set, else the preset (Qwen2/3 or Qwen3.5) with its overrides.
+  when `checkpoint` is set, else `models.preset(preset, **overrides)`, as `build_model` builds it.
 
   Args:
     block: a `model` block (dict or ConfigDict).
@@ -87,10 +72,7 @@ def arch_config(block: Any):
     if hf.get("model_type", "").startswith("qwen3_5"):
       return models.Qwen35Config.from_hf(hf)
     return models.QwenConfig.from_hf(hf)
-  name, overrides = block["preset"], dict(block["overrides"])
-  if name in QWEN3_5_PRESETS:
-    return QWEN3_5_PRESETS[name].replace(**overrides)
-  return models.preset(name, **overrides)
+  return models.preset(block["preset"], **dict(block["overrides"]))
 
 
 def abstract_model(config, dtype: str = "float32"):
@@ -103,24 +85,6 @@ def abstract_model(config, dtype: str = "float32"):
     An abstract Qwen / Qwen35 (`nnx.state(model, nnx.Param)` gives its parameter shapes).
   """
   return nnx.eval_shape(lambda: models.build(config, rngs=nnx.Rngs(0), dtype=dtype))
-
-
-def per_device_bytes(tree: Any, shardings: Any = None) -> int:
-  """Bytes one device holds of a pytree.
-
-  Args:
-    tree: arrays or ShapeDtypeStructs.
-    shardings: a matching tree of NamedShardings; None = every leaf whole on one device.
-  Returns:
-    The sum over leaves of the shard's element count times the itemsize.
-  """
-  leaves = jax.tree.leaves(tree)
-  shs = [None] * len(leaves) if shardings is None else jax.tree.leaves(shardings)
-  total = 0
-  for x, sh in zip(leaves, shs):
-    shape = tuple(x.shape) if sh is None else sh.shard_shape(tuple(x.shape))
-    total += int(np.prod(shape, dtype=np.int64)) * jnp.dtype(x.dtype).itemsize
-  return total
 
 
 def _sds(shape, dtype, sh=None):
@@ -140,45 +104,6 @@ def _batch(trainer: str, p: dict, bsh) -> dict:
   return {"student_ids": ids(t), "student_mask": ids(t), "teacher_ids": ids(t),
           "teacher_mask": ids(t), "tokens": ids(n), "loss_mask": ids(n),
           "old_logp": _sds((r, n), jnp.float32, bsh)}
-
-
-def kv_cache_bytes(config, rows: int, length: int, dtype) -> int:
-  """Bytes of the rollout KV cache (full-attention layers; Qwen3.5's DeltaNet layers keep a
-  fixed-size recurrent state instead, not counted).
-
-  Args:
-    config: a QwenConfig or Qwen35Config.
-    rows: sequences in the cache (on this device).
-    length: prompt + generated tokens per sequence.
-    dtype: the cache dtype (the compute dtype).
-  Returns:
-    2 (k, v) x full-attention layers x kv heads x head_dim x rows x length x itemsize.
-  """
-  itemsize = jnp.dtype(dtype).itemsize
-  full = config.num_layers
-  if isinstance(config, models.Qwen35Config):
-    full = sum(kind == "full_attention" for kind in config.layer_types)
-  per_token = 2 * config.num_kv_heads * config.head_dim * itemsize
-  return full * rows * length * per_token
-
-
-def _activation_estimate(config, rows: int, seq_len: int, remat: str = "none") -> int:
-  """Rough activation bytes of one micro-batch's forward + backward (used only when the step is
-  not compiled), plus three float32 [rows, T, V] buffers (logits, softmax, their gradient).
-  "none": 16 bytes per token, hidden unit and layer, and float32 [heads, T, T] attention scores
-  and probabilities per layer. "full": 4 bytes per token, hidden unit and layer (the layer inputs)
-  plus one layer's "none" activations (the layer being recomputed). "dots": "full" plus the
-  projection outputs (2 bytes x (q + k + v + o + 3 x intermediate)) per token and layer."""
-  scores = 2 * 4 * config.num_heads * seq_len * seq_len
-  per_layer = seq_len * 16 * config.hidden_size + scores
-  logits = seq_len * 3 * 4 * config.vocab_size
-  if remat == "none":
-    return rows * (config.num_layers * per_layer + logits)
-  saved = seq_len * 4 * config.hidden_size
-  if remat == "dots":
-    q, kv = config.num_heads * config.head_dim, config.num_kv_heads * config.head_dim
-    saved += seq_len * 2 * (2 * q + 2 * kv + 3 * config.intermediate_size)
-  return rows * (config.num_layers * saved + per_layer + logits)
 
 
 @dataclasses.dataclass
@@ -261,7 +186,7 @@ def compute(config: Any, compile_step: bool | None = None) -> Plan:
       "reference": params_b if (p["reference"] or trainer == "opsd") else 0,
       "embedder": 0,
       "kv_cache": 0,
-      "activations": _activation_estimate(arch, micro // n_batch, p["seq_len"], remat),
+      "activations": activation_estimate(arch, micro // n_batch, p["seq_len"], remat),
   }
   if p["embedder"]:
     emb = abstract_model(arch_config(model_block(preset=p["embedder"])), p["embedder_dtype"])

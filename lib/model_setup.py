@@ -1,11 +1,13 @@
 """The one way to get a model: the `model` config block and the builder every trainer, backend and
 server calls.
 
-Config block `model` (`model_block(**fields)` fills the defaults and rejects unknown fields):
+Config block `model` (`lib.config_blocks.model_block(**fields)` fills the defaults, rejects
+unknown fields):
   checkpoint  a local Hugging Face directory (config.json + safetensors, tokenizer files if it has
               them); "" = build `preset` from scratch
-  preset      a `lib.models` preset name (architecture of a from-scratch model)
-  overrides   dict of QwenConfig fields replaced in the preset (from scratch only)
+  preset      a `lib.models.PRESETS` name, of either family (architecture of a from-scratch model)
+  overrides   dict of the preset's config fields (QwenConfig or Qwen35Config) to replace (from
+              scratch only)
   dtype       "float32" | "bfloat16": the dtype the model computes in. Trainers keep float32
               master weights and cast on the fly (`lib.train_state.nnx_apply_fn`); inference
               backends load and run the weights in it.
@@ -26,10 +28,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from lib import models, tokenizer as tokenizer_lib
-from lib.models.remat import check_policy
-
-MODEL_BLOCK_DEFAULTS: dict[str, Any] = dict(checkpoint="", preset="qwen3-tiny", overrides={},
-                                            dtype="float32", vocab_size=384, remat="none")
+from lib.config_blocks import model_block
 
 # Texts of the embedded default tokenizer (tests, demos, the tiny served model): the vocabulary
 # of our text envs' prompts and replies, repeated so BPE sees every pair often enough.
@@ -43,41 +42,6 @@ TINY_CORPUS = [
 ] * 4
 
 
-def model_block(**fields) -> dict:
-  """The complete `model` config block: MODEL_BLOCK_DEFAULTS with `fields` replaced.
-
-  Args:
-    **fields: any of checkpoint, preset, overrides, dtype, vocab_size, remat.
-  Returns:
-    A new dict with every field (`overrides` copied).
-  Raises:
-    KeyError: a field that is not part of the block (the message lists the valid ones).
-    ValueError: an unknown remat policy.
-  """
-  out = filled_block("model", MODEL_BLOCK_DEFAULTS, fields)
-  out["overrides"] = dict(out["overrides"] or {})
-  check_policy(out["remat"])
-  return out
-
-
-def filled_block(name: str, defaults: dict, fields: dict) -> dict:
-  """`defaults` with `fields` replaced; the config blocks' one check for unknown fields.
-
-  Args:
-    name: the block's name, for the error message.
-    defaults: every field of the block with its default.
-    fields: the fields to set.
-  Returns:
-    A new dict with every field.
-  Raises:
-    KeyError: a field that is not part of the block (the message lists the valid ones).
-  """
-  unknown = set(fields) - set(defaults)
-  if unknown:
-    raise KeyError(f"{name} block has no fields {sorted(unknown)}; valid: {', '.join(defaults)}")
-  return {**defaults, **fields}
-
-
 def check_checkpoint(path: str) -> None:
   """Checks that `path` is a local Hugging Face checkpoint directory.
 
@@ -89,6 +53,22 @@ def check_checkpoint(path: str) -> None:
   if not os.path.isfile(os.path.join(path, "config.json")):
     raise FileNotFoundError(f"model.checkpoint {path!r} is not a local Hugging Face directory "
                             "(no config.json there)")
+
+
+def model_tokenizer(checkpoint: str, tokenizer=None):
+  """The tokenizer of a model: a checkpoint brings its own (the directory's tokenizer.json), else
+  `tokenizer`. The one place that decides it (`build_model` and the trainers that train a
+  tokenizer only for a from-scratch model ask here).
+
+  Args:
+    checkpoint: the `model.checkpoint` directory, or "" (a from-scratch model).
+    tokenizer: the tokenizer otherwise (possibly None).
+  Returns:
+    The checkpoint's tokenizer, or `tokenizer`.
+  """
+  if checkpoint and os.path.isfile(os.path.join(checkpoint, "tokenizer.json")):
+    return tokenizer_lib.load_tokenizer(checkpoint)
+  return tokenizer
 
 
 def build_model(block: Any, *, seed: int, tokenizer=None,
@@ -119,9 +99,7 @@ def build_model(block: Any, *, seed: int, tokenizer=None,
     check_checkpoint(checkpoint)
     model, config = models.load_pretrained(checkpoint, dtype=dtype)
     models.set_remat(model, block["remat"])
-    if os.path.isfile(os.path.join(checkpoint, "tokenizer.json")):
-      tokenizer = tokenizer_lib.load_tokenizer(checkpoint)
-    return model, config, tokenizer
+    return model, config, model_tokenizer(checkpoint, tokenizer)
   if tokenizer is None and tokenizer_texts is not None:
     if not tokenizer_dir:
       raise ValueError("build_model: tokenizer_texts needs a tokenizer_dir to save the BPE in")

@@ -19,34 +19,20 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from lib import distill, optim
+from lib import distill, optim, rl_trainer
 from lib.train_state import ApplyFn, TrainState, map_row_chunks, token_logprobs
 
 
 @dataclasses.dataclass(frozen=True)
-class OPSDConfig:
-  """Defaults follow the audit's Table 6 (OPSD column)."""
+class OPSDConfig(rl_trainer.ConfigBlock):
+  """Defaults follow the audit's Table 6 (OPSD column); `from_config` reads it from the `opsd`
+  config block."""
   alpha: float = 0.5              # JSD mixture weight (0: KL(T||S), 1: KL(S||T))
   temperature: float = 1.0        # sampling and distillation temperature
   is_clip: float = 2.0            # importance-weight clip
   update_epochs: int = 1
   minibatch: int = 32             # rows per optimizer step
   micro_batch: int = 0            # rows per accumulation micro-batch; 0 = whole minibatch
-
-  @classmethod
-  def from_config(cls, c: Any) -> "OPSDConfig":
-    """Builds the config from a block of field values; absent fields keep their defaults.
-
-    Args:
-      c: mapping (dict or ml_collections.ConfigDict) of OPSDConfig field names to values.
-    Returns:
-      OPSDConfig. Raises ValueError naming any unknown field.
-    """
-    names = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(dict(c)) - names)
-    if unknown:
-      raise ValueError(f"unknown {cls.__name__} fields {unknown}; valid: {sorted(names)}")
-    return cls(**dict(c))
 
 
 def response_logits(apply_fn: ApplyFn, params, ids, mask, n_response: int) -> jax.Array:
@@ -135,35 +121,30 @@ def make_jsd_eval(apply_fn: ApplyFn, cfg: OPSDConfig):
   return evaluate
 
 
-class OPSDTrainer:
+class OPSDTrainer(rl_trainer.RLTrainer):
   """Holds the student state, the frozen teacher params and the jitted functions.
 
-  `step_fn` may be given pre-jitted (e.g. `lib.sharding.jit_teacher_step` over a mesh); by
-  default the update step is jitted plainly with the state donated.
+  `step_fn` may be given pre-jitted (`OPSDTrainer.mesh_step_fn` over a mesh); by default the
+  update step is jitted plainly with the state donated (`lib.rl_trainer.RLTrainer`).
   """
+  kind = "opsd"
+  takes_frozen_params = True
+  make_step = staticmethod(make_opsd_step)
+
+  @staticmethod
+  def minibatch_rows(cfg: OPSDConfig, rows: int) -> int:
+    """Rows of one optimizer step for `rows` rows per iteration."""
+    return min(cfg.minibatch, rows)
 
   def __init__(self, apply_fn: ApplyFn, sample_fn: Callable, state: TrainState, tx,
                cfg: OPSDConfig, teacher_params: Any = None, step_fn: Callable | None = None):
-    self.apply_fn, self.sample_fn, self.state, self.cfg, self.tx = (
-        apply_fn, sample_fn, state, cfg, tx)
-    # Copy: the update step donates the state, so the teacher must own its buffers.
-    self.teacher_params = jax.tree.map(
-        jnp.copy, state.params if teacher_params is None else teacher_params)
+    super().__init__(apply_fn, sample_fn, state, tx, cfg, step_fn)
+    self.teacher_params = self.frozen_copy(teacher_params)
     # the old log-probs of a rollout, scored in the update's micro-batches (static `micro`)
     self._logp = jax.jit(lambda p, ids, mask, tokens, micro: map_row_chunks(
         lambda i, m, t: token_logprobs(
             response_logits(apply_fn, p, i, m, t.shape[1]) / cfg.temperature, t),
         micro, ids, mask, tokens), static_argnums=4)
-    self._steps: dict[int, Callable] = {}
-    self._step_fn = step_fn
-
-  def _update(self, accum: int) -> Callable:
-    if self._step_fn is not None:
-      return self._step_fn
-    if accum not in self._steps:
-      self._steps[accum] = jax.jit(make_opsd_step(self.apply_fn, self.tx, self.cfg, accum),
-                                   donate_argnums=0)
-    return self._steps[accum]
 
   def rollout(self, student_prompt, teacher_prompt, key,
               span_fn: Callable | None = None) -> dict:
@@ -210,7 +191,7 @@ class OPSDTrainer:
     lengths = roll.pop("lengths")
     data = {k: jnp.asarray(v) for k, v in roll.items()}
     rows = data["tokens"].shape[0]
-    mb = min(cfg.minibatch, rows)
+    mb = self.minibatch_rows(cfg, rows)
     micro = cfg.micro_batch or mb
     if rows % mb or mb % micro:
       raise ValueError(f"{rows} rows do not split into minibatches of {mb} / micro of {micro}")

@@ -22,7 +22,7 @@ import numpy as np
 import optax
 from absl import logging
 
-from lib import sft, sharding, train_loop
+from lib import sft, sharding, tb, train_loop
 from lib.progress import progress
 from lib.sft_batches import BatchSource
 from lib.train_state import ApplyFn, TrainState
@@ -63,7 +63,8 @@ def train(apply_fn: ApplyFn, state: TrainState, tx: optax.GradientTransformation
           max_to_keep: int = 2, prefix: str = "sft/",
           lr_schedule: Callable[[int], Any] | None = None,
           evaluate: Callable[[Any], float] | None = None, eval_every: int = 0,
-          start_fresh: bool = False) -> SFTRun:
+          validate: Callable[[int, Any], tuple[dict, bool]] | None = None,
+          validate_every: int = 0, start_fresh: bool = False) -> SFTRun:
   """Runs SFT steps `start..steps-1` (start = the latest checkpoint's step, 0 without one).
 
   Args:
@@ -82,10 +83,16 @@ def train(apply_fn: ApplyFn, state: TrainState, tx: optax.GradientTransformation
     prefix: TensorBoard tag prefix.
     lr_schedule: step -> learning rate, logged when given.
     evaluate: params -> held-out loss, run before the first step and every `eval_every` steps.
+    validate: (step, params) -> (scalars, stop), run every `validate_every` steps and at the
+      last step; the scalars are logged as `<prefix>val_<name>`, and `stop` ends the run at that
+      step (early stopping: the step is checkpointed with `stopped_at`, so a resumed run ends
+      there too instead of training on).
     start_fresh: move existing checkpoints aside and train from step 0 (`lib.train_loop.resume`).
   Returns:
     SFTRun (the caller writes `run.state.params` into its model).
   """
+  if validate is not None and validate_every % log_every:
+    raise ValueError(f"validate_every={validate_every} must be a multiple of log_every={log_every}")
   step = _jit_step(apply_fn, tx, accum_steps, target_window, mesh, state_sharding)
   ckpt, state, start, meta = train_loop.resume(workdir, state, max_to_keep=max_to_keep,
                                                 subdir=ckpt_subdir, start_fresh=start_fresh)
@@ -95,6 +102,9 @@ def train(apply_fn: ApplyFn, state: TrainState, tx: optax.GradientTransformation
   if evaluate is not None and first_eval is None:
     first_eval = float(evaluate(state.params))
   last_eval = meta.get("last_eval_loss")
+  stopped_at = meta.get("stopped_at")
+  if stopped_at is not None:          # an early-stopped run is finished: train no further
+    steps = start
   prior_wall, prior_cpu = float(meta.get("wall_s", 0.0)), float(meta.get("cpu_s", 0.0))
   t0, c0 = time.perf_counter(), time.process_time()
   window_t, window_tokens = t0, tokens
@@ -120,17 +130,26 @@ def train(apply_fn: ApplyFn, state: TrainState, tx: optax.GradientTransformation
         metrics["lr"] = float(lr_schedule(it))
       if evaluate is not None and ((eval_every and done % eval_every == 0) or done == steps):
         last_eval = metrics["eval_loss"] = float(evaluate(state.params))
+      if validate is not None and ((validate_every and done % validate_every == 0)
+                                   or done == steps):
+        scalars, stop = validate(done, state.params)
+        metrics.update({f"val_{k}": float(v) for k, v in scalars.items()})
+        if stop:
+          stopped_at = done
       history.append((done, metrics["loss"]))
-      train_loop.log_scalars(workdir, done, metrics, prefix)
+      tb.scalars(workdir, done, metrics, prefix)
       bar.set_postfix(loss=f"{metrics['loss']:.4f}", tok_s=f"{metrics['tokens_per_s']:.0f}")
       logging.info("%s step %d/%d: %s", prefix.rstrip("/"), done, steps,
                    {k: round(v, 4) for k, v in metrics.items()})
       window_t, window_tokens = now, tokens
-    if done % ckpt_every == 0 or done == steps:
+    if done % ckpt_every == 0 or done == steps or stopped_at == done:
       ckpt.save(done, state, metadata={
           "history": history, "tokens_seen": tokens, "first_eval_loss": first_eval,
           "last_eval_loss": last_eval, "wall_s": prior_wall + time.perf_counter() - t0,
-          "cpu_s": prior_cpu + time.process_time() - c0})
+          "cpu_s": prior_cpu + time.process_time() - c0, "stopped_at": stopped_at})
+    if stopped_at == done:
+      steps = done
+      break
   bar.close()
   ckpt.close()
   losses += [float(x) for x in pending]

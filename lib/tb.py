@@ -36,7 +36,8 @@ def close(workdir: str) -> None:
 
 
 def scalars(workdir: str, step: int, values: dict, prefix: str = "") -> None:
-  """Writes every numeric entry of `values` as a scalar at `step`.
+  """Writes every numeric entry of `values` as a scalar at `step` and flushes (trainers call it at
+  each logged step, so TensorBoard shows a live run).
 
   Args:
     workdir: the run directory (its writer is created if needed).
@@ -50,3 +51,4 @@ def scalars(workdir: str, step: int, values: dict, prefix: str = "") -> None:
       w.add_scalar(f"{prefix}{name}", float(value), step)
     except (TypeError, ValueError):
       continue
+  w.flush()

@@ -1,12 +1,13 @@
-"""Pieces every training entry point repeats: the model from its `model` block
-(`lib.model_setup`), the optimizer state on an optional mesh, resuming from `lib.checkpoint`, and
-logging to TensorBoard.
+"""Pieces every training entry point repeats: the model from its `model` block and an optional
+tokenizer (`lib.model_setup`), the optimizer state on an optional mesh, and resuming from
+`lib.checkpoint`. Scalars go to TensorBoard through `lib.tb.scalars`.
 
 Config block `model`: see lib/model_setup.py (checkpoint, preset, overrides, dtype, vocab_size;
 dtype is the compute dtype, master weights stay float32).
 Config block `mesh`: data, fsdp (device counts; data * fsdp <= devices, 1 x 1 = single device);
-the state is created in its FSDP shards (`create_state`) and GRPO / OPSD steps are jitted over the
-mesh by `rl_step_fn`.
+the state is created in its FSDP shards (`create_state`); the SFT step is jitted over the mesh by
+`lib.sft_loop`, GRPO / OPSD steps by their trainers' `mesh_step_fn` (`lib.rl_trainer`). Nothing
+here imports an RL trainer, so SFT runs never load them.
 Config field `start_fresh` (default False): move the run's existing checkpoints aside
 (`<workdir>/ckpt.discarded-<time>`) and train from step 0 instead of resuming; the way out when no
 checkpoint is intact (`lib.checkpoint.CheckpointError`).
@@ -17,24 +18,30 @@ from typing import Any
 import jax
 from absl import logging
 
-from lib import grpo, opsd, sharding, tb
+from lib import sharding
 from lib.checkpoint import Checkpointer, CheckpointError
 from lib.model_setup import build_model, compute_dtype
 from lib.train_state import TrainState, nnx_apply_fn
 
 
-def setup(config: Any, tx, key: jax.Array):
-  """The model of `config.model` (no tokenizer: the toy trainers feed token ids) with its train
-  state on `config.mesh`.
+def setup(config: Any, tx, seed: int | jax.Array, tokenizer=None):
+  """The model of `config.model` (`lib.model_setup.build_model`) with its train state on
+  `config.mesh`.
 
   Args:
-    config: a run config with `model` and `mesh` blocks.
+    config: a run config with a `model` and (optionally) a `mesh` block.
     tx: the optimizer.
-    key: init key (a from-scratch model's seed is drawn from it).
+    seed: init seed of a from-scratch model, or a PRNG key the seed is drawn from.
+    tokenizer: a from-scratch model takes its vocabulary, EOS and pad ids from it (a checkpoint
+      brings its own, `lib.model_setup.model_tokenizer`); None: the preset's (the toy trainers
+      feed token ids).
   Returns:
-    (model, apply_fn, state, mesh or None, state sharding or None).
+    (model, apply_fn, state, mesh or None, state sharding or None); the model config is
+    `model.config`.
   """
-  model, _, _ = build_model(config.model, seed=int(jax.random.randint(key, (), 0, 2**31 - 1)))
+  if not isinstance(seed, int):
+    seed = int(jax.random.randint(seed, (), 0, 2**31 - 1))
+  model, _, _ = build_model(config.model, seed=seed, tokenizer=tokenizer)
   apply_fn, params = nnx_apply_fn(model, compute_dtype=compute_dtype(config.model))
   mesh = make_mesh(config)
   state, state_sh = create_state(params, tx, mesh)
@@ -72,43 +79,6 @@ def create_state(params: Any, tx, mesh) -> tuple[TrainState, Any]:
                                       mesh)
   params = jax.device_put(params, state_sh.params)
   return jax.jit(lambda p: TrainState.create(p, tx), out_shardings=state_sh)(params), state_sh
-
-
-def rl_step_fn(kind: str, apply_fn, tx, cfg, rows: int, mesh, state_sh, frozen_sh=None):
-  """The GRPO or OPSD update step jitted over `mesh` (batch over "data" x "fsdp", state kept on
-  `state_sh`), for `GRPOTrainer(step_fn=...)` / `OPSDTrainer(step_fn=...)`; None without a mesh
-  (the trainers then jit it on one device).
-
-  Args:
-    kind: "grpo" or "opsd".
-    apply_fn: the model's apply_fn.
-    tx: the optimizer.
-    cfg: a GRPOConfig or OPSDConfig.
-    rows: prompts per iteration (GRPO) or rows per iteration (OPSD), as `iteration` gets them.
-    mesh: a mesh or None.
-    state_sh: the state's sharding pytree.
-    frozen_sh: the OPSD teacher's params sharding pytree.
-  Returns:
-    The jitted step, or None.
-  Raises:
-    ValueError: a micro-batch that the mesh's data x fsdp devices do not divide.
-  """
-  if mesh is None:
-    return None
-  if kind == "grpo":
-    minibatch = min(cfg.minibatch_prompts, rows) * cfg.group_size
-  else:
-    minibatch = min(cfg.minibatch, rows)
-  micro = cfg.micro_batch or minibatch
-  n = mesh.shape["data"] * mesh.shape["fsdp"]
-  if minibatch % micro or micro % n:
-    raise ValueError(f"{kind} micro-batch of {micro} rows (minibatch {minibatch}) does not split "
-                     f"over data x fsdp = {n} devices")
-  if kind == "grpo":
-    step = grpo.make_grpo_step(apply_fn, tx, cfg, minibatch // micro, state_sh.params)
-    return sharding.jit_step(step, mesh, state_sh)
-  step = opsd.make_opsd_step(apply_fn, tx, cfg, minibatch // micro, state_sh.params)
-  return sharding.jit_teacher_step(step, mesh, state_sh, frozen_sh)
 
 
 def fresh_start(config: Any) -> bool:
@@ -149,15 +119,3 @@ def resume(workdir: str, state: TrainState, max_to_keep: int = 3, subdir: str = 
   logging.info("resumed from iteration %d", meta["step"])
   return ckpt, state, int(meta["step"]), meta
 
-
-def log_scalars(workdir: str, step: int, metrics: dict, prefix: str) -> None:
-  """Writes the numeric `metrics` as TensorBoard scalars `<prefix><name>` at `step` and flushes.
-
-  Args:
-    workdir: the run directory (its TensorBoard writer).
-    step: the x-axis value.
-    metrics: name -> number (scalar arrays included).
-    prefix: prepended to every name, e.g. "train/".
-  """
-  tb.scalars(workdir, step, metrics, prefix=prefix)
-  tb.writer(workdir).flush()

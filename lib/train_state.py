@@ -84,8 +84,9 @@ def nnx_apply_fn(model: nnx.Module, compute_dtype: Any = None) -> tuple[ApplyFn,
 
 def token_logprobs(logits: jax.Array, tokens: jax.Array,
                    temperature: float = 1.0) -> jax.Array:
-  """log softmax(logits / temperature)[..., tokens]: [B, T, V], [B, T] -> [B, T] (float32).
-  Align first: logits[:, t] must be the scores *for* tokens[:, t].
+  """log softmax(logits / temperature)[..., tokens]: [B, T, V], [B, T] -> [B, T] (float32), the
+  negated integer-label cross-entropy. Align first: logits[:, t] must be the scores *for*
+  tokens[:, t].
 
   Args:
     logits: [B, T, V] (any float dtype; computed in float32).
@@ -94,9 +95,8 @@ def token_logprobs(logits: jax.Array, tokens: jax.Array,
   Returns:
     float32 [B, T] log-probabilities.
   """
-  logp = jax.nn.log_softmax(logits.astype(jnp.float32) / temperature, axis=-1)
-  return jnp.take_along_axis(logp, tokens[..., None].astype(jnp.int32), axis=-1)[..., 0]
-
+  return -optax.losses.softmax_cross_entropy_with_integer_labels(
+      logits.astype(jnp.float32) / temperature, tokens.astype(jnp.int32))
 
 
 def map_row_chunks(fn: Callable, micro_rows: int, *arrays: jax.Array) -> Any:

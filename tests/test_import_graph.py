@@ -166,3 +166,44 @@ def test_experiments_do_not_import_each_other():
                and target.startswith("experiments.") and target != "experiments.registry"
                and target != "experiments" and not target.startswith(importer + ".")]
   assert offenders == []
+
+
+def _registry_calls(sources: dict[str, pathlib.Path]) -> list[str]:
+  """`registry.get(...)` calls (any receiver named `registry`, or a bare `get` imported from
+  experiments.registry) in the experiments' modules of `sources`, the registry itself aside."""
+  out = []
+  for module, path in sources.items():
+    if not module.startswith("experiments.") or module == "experiments.registry":
+      continue
+    tree = ast.parse(path.read_text(), filename=str(path))
+    bare_get = any(isinstance(n, ast.ImportFrom) and n.module == "experiments.registry"
+                   and any(a.name == "get" for a in n.names) for n in ast.walk(tree))
+    for node in ast.walk(tree):
+      if not isinstance(node, ast.Call):
+        continue
+      f = node.func
+      if (isinstance(f, ast.Attribute) and f.attr == "get" and isinstance(f.value, ast.Name)
+          and f.value.id == "registry") or (bare_get and isinstance(f, ast.Name)
+                                              and f.id == "get"):
+        out.append(f"{module}:{node.lineno}")
+  return out
+
+
+def test_experiments_do_not_run_each_other_through_the_registry():
+  """Running another experiment by name keeps "no experiment imports another" in letter only: a
+  study composes the stage functions of agents/<paper>/ that the single-stage experiments call
+  too. Only launch.py runs experiments by name."""
+  assert _registry_calls(SOURCES) == []
+
+
+def test_registry_call_finder_finds_planted_calls(tmp_path):
+  planted = {"experiments.a": "from experiments import registry\n\n"
+                              "def run(c, w):\n  return registry.get('x')(c, w)\n",
+             "experiments.b": "from experiments.registry import get\n\nget('x')\n",
+             "experiments.registry": "def get(name):\n  return name\n",
+             "launch": "from experiments import registry\nregistry.get('x')\n"}
+  sources = {}
+  for module, text in planted.items():
+    sources[module] = tmp_path / f"{module}.py"
+    sources[module].write_text(text)
+  assert _registry_calls(sources) == ["experiments.a:4", "experiments.b:3"]

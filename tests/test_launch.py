@@ -242,3 +242,30 @@ def test_unusable_checkpoints_are_one_line_naming_start_fresh(launch, tmp_path):
   assert r.returncode == 0, r.stderr
   assert json.load(open(wd / "summary.json"))["summary"]["iterations"] == 1
   assert glob.glob(str(wd / "ckpt.discarded-*"))
+
+
+def test_default_console_has_no_library_banners_and_verbose_brings_them_back(tmp_path):
+  # A venv without torch (the README's quickstart install) and no JAX_PLATFORMS: transformers
+  # advises that PyTorch is missing and JAX probes the TPU backend. Neither reaches a default
+  # console; --verbose shows both.
+  script = textwrap.dedent("""
+      import importlib.util, runpy, sys
+      find = importlib.util.find_spec
+      importlib.util.find_spec = lambda name, *a: None if name == "torch" else find(name, *a)
+      sys.argv = ["launch.py"] + sys.argv[1:]
+      runpy.run_path("launch.py", run_name="__main__")
+  """)
+  env = {k: v for k, v in os.environ.items()
+         if k not in ("JAX_PLATFORMS", "TRANSFORMERS_NO_ADVISORY_WARNINGS")}
+  out = {}
+  for flag in ("", "--verbose"):
+    wd = tmp_path / f"run{flag}"
+    r = subprocess.run([sys.executable, "-c", script, "--config=configs/smoke.py:debug=True",
+                        f"--workdir={wd}", *([flag] if flag else [])], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    out[flag] = r.stdout + r.stderr
+  assert out[""].startswith("[launch] smoke finished"), out[""][:500]
+  assert "PyTorch was not found" in out["--verbose"]
+  assert "PyTorch was not found" not in out[""]
+  assert "Unable to initialize backend" not in out[""]

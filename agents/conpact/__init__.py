@@ -21,5 +21,8 @@
   curate.py      ConPAct-S/R SFT rows from logged trajectories (the consistency rule, Table 20
                  switches, target-token budgets); recipes.py the S/R target rules (Table 8);
                  optimality.py the non-optimal-action judge ConPAct-R uses
+  evaluate.py    every condition x env x instance x rollout through the host loop, the report
+                 (the conpact/eval stage, run by experiments/conpact/eval.py and study.py)
   study_tables.py  Tables 20-22 analogues for trained models, with paired tests
+  learned/       models trained here: rows, role SFT, recipe training (conpact/train), report
 """

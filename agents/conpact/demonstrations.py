@@ -38,24 +38,22 @@ import io
 import numpy as np
 
 from agents.conpact import compare, parse, prompts, schemas, scripted, textenv
+from agents.conpact.demonstration_spec import (ACTOR_WINDOW, BABYAI_TASKS, PLANNER_STARTS,
+                                               SUBGOAL_STEPS)
 from envs import splits
-from envs.minigrid import splits as minigrid_splits
+from envs.minigrid.limits import LIMITS
 from envs.minigrid import text as minigrid_text
 from envs.minigrid.convert import from_minigrid
 from envs.sokoban import text as sokoban_text
 
-SUBGOAL_STEPS = 4  # expert actions per sub-goal
-ACTOR_WINDOW = 3  # frames the actor sees, current included (paper Table 9)
-PLANNER_STARTS = 2  # earlier sub-goal-start frames the planner sees
 MINIGRID_SOURCE_SEEDS = textenv.MINIGRID_SOURCE_SEEDS  # BabyAI source seeds (evaluation: 1000-1004)
-BABYAI_TASKS = tuple(sorted(minigrid_splits.LIMITS))
 
 
 def schema_name(env_id: str) -> str:
   """The assertion schema of an env id: "sokoban" or a BabyAI task id ("minigrid")."""
   if env_id == "sokoban":
     return "sokoban"
-  if env_id in minigrid_splits.LIMITS:
+  if env_id in LIMITS:
     return "minigrid"
   raise KeyError(f"no demonstrations for {env_id!r}; valid: sokoban, {', '.join(BABYAI_TASKS)}")
 
@@ -112,7 +110,7 @@ def _babyai_episode(task_id: str, seed: int):
   state, _ = from_minigrid(env)
   frames, facts, actions = [minigrid_text.render_text(state)], [minigrid_text.state_facts(state)], []
   success = False
-  for _ in range(minigrid_splits.LIMITS[task_id]):
+  for _ in range(LIMITS[task_id]):
     a = int(bot.replan())
     _, reward, terminated, truncated, _ = env.step(a)
     state, _ = from_minigrid(env)

@@ -26,6 +26,7 @@ from typing import Any, Callable
 
 from envs import splits
 from envs.minigrid import splits as minigrid_splits
+from envs.minigrid.limits import LIMITS
 from envs.minigrid import text as minigrid_text
 from envs.sokoban import text as sokoban_text
 
@@ -81,7 +82,7 @@ assert not set(MINIGRID_SOURCE_SEEDS) & {minigrid_splits.SEED_BASE + o
                                          for o in minigrid_splits.OFFSETS}
 
 
-def minigrid_instances(tasks=tuple(minigrid_splits.LIMITS), per_task: int = 5,
+def minigrid_instances(tasks=tuple(LIMITS), per_task: int = 5,
                        split: str = "evaluation") -> list[Instance]:
   """`per_task` instances of each BabyAI task, A = C = the task's limit: evaluation seeds
   1000 + offset (paper Table 6), or with split="source" the first `MINIGRID_SOURCE_SEEDS`
@@ -90,7 +91,7 @@ def minigrid_instances(tasks=tuple(minigrid_splits.LIMITS), per_task: int = 5,
     raise ValueError(f"split must be 'evaluation' or 'source', got {split!r}")
   out = []
   for task_id in tasks:
-    budget = minigrid_splits.LIMITS[task_id]
+    budget = LIMITS[task_id]
     for offset in range(per_task):
       if split == "evaluation":
         seed, name = minigrid_splits.SEED_BASE + offset, f"{task_id}/{offset}"

@@ -9,4 +9,10 @@
   passk       pass@k curves, shared-draw task-bootstrap bands, McNemar + Holm, PNG plot
   probes      action-distribution overlap, prediction preference (model-free part)
   scripted    ScriptedAuditModel: the random stand-in model of CPU mechanics checks
+
+The stages that experiments/wm/ run (the single-stage experiments and the demo / study alike):
+  offline_data  expert / noisy-expert episodes -> train, MIS and held-out samples (wm/data)
+  train         post-training under one audit condition (wm/train)
+  evaluate      every condition: pass@k, coverage tests, behaviour, prediction accuracy
+  pipeline      the warm start (BASE) and the probes of the demo and the study
 """

@@ -1,45 +1,15 @@
-"""The audit's training conditions as data: each names a trainer, a target source and a reward.
+"""The training targets and rewards of the audit's conditions (agents/wm/condition_table.py).
 
-    BASE       no training (the untrained reference)
-    GRPO-GT    GRPO, reward 1[cos(embed(prediction), embed(true next obs)) > 0.8]
-    GRPO-MIS   GRPO, the same reward against a mismatched next obs (text-level derangement)
-    GRPO-COIN  GRPO, independent Bernoulli(0.5) reward (no target, no response)
-    GT-PERM    GRPO-GT with scores shuffled inside each group before the advantages
-    MIS-PERM   GRPO-MIS with scores shuffled inside each group
-    OPSD-GT    on-policy self-distillation, teacher sees the true next obs
-    OPSD-MIS   on-policy self-distillation, teacher sees a mismatched next obs
-
-Everything else (prompts, samples, optimizer, sampling, steps) is shared: the experiment reads
-only `Condition` fields to decide what differs, so the conditions cannot drift apart silently.
+`get(name)` looks a condition up; `training_targets` gives each sample's target text (true or
+mismatched next observation) and `make_reward_fn` the GRPO reward of a batch.
 """
-import dataclasses
 from typing import Callable, Sequence
 
 import jax
 import numpy as np
 
+from agents.wm.condition_table import CONDITIONS, Condition
 from lib import rewards
-
-
-@dataclasses.dataclass(frozen=True)
-class Condition:
-  name: str
-  trainer: str | None        # "grpo" | "opsd" | None (BASE: no training)
-  target: str | None         # "gt" | "mis" | None (COIN and BASE use no target)
-  reward: str | None         # "embedding" | "coin" | None (OPSD is supervised by its teacher)
-  permute: bool = False      # *-PERM: shuffle scores within each group
-
-
-CONDITIONS: dict[str, Condition] = {c.name: c for c in (
-    Condition("BASE", None, None, None),
-    Condition("GRPO-GT", "grpo", "gt", "embedding"),
-    Condition("GRPO-MIS", "grpo", "mis", "embedding"),
-    Condition("GRPO-COIN", "grpo", None, "coin"),
-    Condition("GT-PERM", "grpo", "gt", "embedding", permute=True),
-    Condition("MIS-PERM", "grpo", "mis", "embedding", permute=True),
-    Condition("OPSD-GT", "opsd", "gt", None),
-    Condition("OPSD-MIS", "opsd", "mis", None),
-)}
 
 
 def get(name: str) -> Condition:

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from lib import model_setup, rewards
+from lib import config_blocks, model_setup, rewards
 from lib.llm.openai_http import OpenAIBackend
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -40,7 +40,7 @@ def make_embedder(c: Any) -> Callable[[list[str]], np.ndarray]:
   if kind == "qwen":
     if not c["path"]:
       raise ValueError("embedder kind 'qwen' needs embedder.path (a local checkpoint directory)")
-    model, _, tok = model_setup.build_model(model_setup.model_block(checkpoint=c["path"]),
+    model, _, tok = model_setup.build_model(config_blocks.model_block(checkpoint=c["path"]),
                                             seed=0, dtype="bfloat16")
     if tok is None:
       raise FileNotFoundError(f"embedder.path {c['path']!r} has no tokenizer.json")

@@ -1,7 +1,7 @@
 """Stages shared by the world-model audit's CPU pipelines (experiments/wm/demo.py, study.py).
 
-  stages = Stages(workdir)                       # wall + CPU seconds per stage, resumable
-  base_hf = stages.run("sft", lambda: warm_start(config, workdir, data_dir, seed))
+  stages = Stages(workdir)                       # lib/stages.py: status, wall + CPU seconds
+  base_hf = stages.run("sft", lambda: warm_start(config, workdir, data_dir, seed), rerun=True)
   points = decision_points(config, workdir, games_dir)
   rows, n = probes(config, workdir, games_dir, hf_dirs)
 
@@ -14,8 +14,6 @@ HF directory `workdir/base_hf`) and GRPO-GT's view of BASE before any RL step
 import copy
 import json
 import os
-import resource
-import time
 
 import numpy as np
 from absl import logging
@@ -23,35 +21,8 @@ from absl import logging
 from agents.wm import data, embedders, policy, probes_model, warmstart
 from agents.wm.trajectory import ExpertPolicy, Trajectory
 from envs.text.sources import text_env_sources
-from lib import model_setup, tokenizer as tokenizer_lib
+from lib import config_blocks, model_setup, tokenizer as tokenizer_lib
 from lib.rewards import mismatched_targets
-
-
-def cpu_s() -> float:
-  self_, kids = (resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
-  return self_.ru_utime + self_.ru_stime + kids.ru_utime + kids.ru_stime
-
-
-class Stages:
-  """Times each stage (wall + CPU incl. child processes such as the ScienceWorld JVM), summed
-  over the sessions of a resumed run."""
-
-  def __init__(self, workdir):
-    self.path = os.path.join(workdir, "stages.json")
-    self.rows = json.load(open(self.path)) if os.path.exists(self.path) else {}
-
-  def run(self, name, fn):
-    t, c = time.perf_counter(), cpu_s()
-    out = fn()
-    # A resumed stage adds to the seconds its earlier sessions recorded.
-    before = self.rows.get(name, {"wall_s": 0.0, "cpu_s": 0.0})
-    self.rows[name] = {"stage": name,
-                       "wall_s": round(before["wall_s"] + time.perf_counter() - t, 1),
-                       "cpu_s": round(before["cpu_s"] + cpu_s() - c, 1)}
-    with open(self.path, "w") as f:
-      json.dump(self.rows, f)
-    logging.info("demo stage %s: %s", name, self.rows[name])
-    return out
 
 
 def _fits(tok, s: data.WMSample, t) -> bool:
@@ -149,7 +120,7 @@ def probes(config, workdir: str, games_dir: str, hf_dirs: dict, seed: int = 0):
   mis = mismatched_targets([s.next_obs for s in held], seed=seed)
   loaded = {}
   for name, path in hf_dirs.items():
-    model, _, tok = model_setup.build_model(model_setup.model_block(checkpoint=path), seed=0)
+    model, _, tok = model_setup.build_model(config_blocks.model_block(checkpoint=path), seed=0)
     loaded[name] = (model, tok)
   return probes_model.probe_conditions(loaded, points, held, mis,
                                        n_samples=config.probes.n_samples,

@@ -134,7 +134,7 @@ def rollout_check(model, tok, samples: Sequence[data.WMSample], *, prompts: int,
                   max_output_tokens: int, embedder, threshold: float, seed: int,
                   temperature: float = 1.0) -> dict:
   """GRPO-GT's view of `model` on the first `prompts` samples: one group of `group_size` replies
-  each, sampled and scored exactly as experiments/wm/train.py does."""
+  each, sampled and scored exactly as agents/wm/train.py does."""
   sel = list(samples[:prompts])
   if not sel:
     raise ValueError("no samples to check")

@@ -10,7 +10,7 @@ python launch.py --config=configs/bench/host_loop.py --workdir=runs/hlb_http \
 import ml_collections
 
 from configs import common
-from lib.llm import factory
+from lib.config_blocks import backends_config
 
 
 def get_config(arg=None):
@@ -27,6 +27,6 @@ def get_config(arg=None):
   # Random weights of a lib.models preset (qwen3-tiny, or qwen3-20m: the sampler benchmark's
   # size), vocabulary resized to the tokenizer trained here.
   # Other backends: --config.backend.kind=openai_http --config.backend.openai_http.base_url=...
-  c.backend = factory.backends_config(
+  c.backend = backends_config(
       "flax", flax=dict(model=dict(preset=arg.preset), max_batch=64))
   return c

@@ -12,7 +12,7 @@ import ml_collections
 
 from configs import common
 from configs.conpact.scripted import conditions
-from lib.llm import factory
+from lib.config_blocks import backend_config
 
 
 def get_config(arg=None):
@@ -31,7 +31,7 @@ def get_config(arg=None):
   c.budget_cap = arg.budget  # A = C cap per rollout (0: paper budgets)
   c.label = ("tiny RANDOM-weight Flax model (mechanics only)" if not arg.checkpoint
              else f"Flax checkpoint {arg.checkpoint}")
-  c.backend = factory.backend_config("flax", model=dict(checkpoint=arg.checkpoint), max_batch=16)
+  c.backend = backend_config("flax", model=dict(checkpoint=arg.checkpoint), max_batch=16)
   c.actor_backend = {}
   c.scripted = dict(noise={}, abstain=0.0)  # unused by non-scripted backends
   tokens = {"actor_max_tokens": arg.max_tokens, "planner_max_tokens": arg.max_tokens}

@@ -15,7 +15,7 @@ import ml_collections
 
 from configs import common
 from configs.conpact.scripted import conditions
-from lib.llm import factory
+from lib.config_blocks import backend_config
 
 
 def get_config(arg=None):
@@ -38,10 +38,10 @@ def get_config(arg=None):
   c.label = f"planner {arg.model}, actor {arg.actor_model or arg.model}"
   http = dict(base_url=arg.base_url, model=arg.model, api_key_env=arg.api_key_env,
               max_concurrency=16, timeout_s=120.0, max_retries=4)
-  c.backend = factory.backend_config("openai_http", **http)
+  c.backend = backend_config("openai_http", **http)
   c.actor_backend = {}
   if arg.actor_model or arg.actor_base_url:
-    c.actor_backend = factory.backend_config(
+    c.actor_backend = backend_config(
         "openai_http", **{**http, "base_url": arg.actor_base_url or arg.base_url,
                           "model": arg.actor_model or arg.model})
   c.scripted = dict(noise={}, abstain=0.0)

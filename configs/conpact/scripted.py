@@ -22,7 +22,7 @@ python launch.py --config=configs/conpact/scripted.py:instances=6,mg_per_task=2 
 import ml_collections
 
 from configs import common
-from lib.llm import factory
+from lib.config_blocks import backend_config
 
 ENVS = ("sokoban", "minigrid", "procgen", "crafter")
 PROCGEN_GAMES = ("bigfish", "chaser", "coinrun", "jumper", "maze", "miner")  # paper Table 5
@@ -83,7 +83,7 @@ def get_config(arg=None):
   c.budget_cap = DEBUG_NEW_ENV_BUDGET if arg.debug and new_envs else 0  # 0: the paper's A = C
   c.label = ""  # table label; "" = derived from the backend kind
   c.n_resamples = 200 if arg.debug else 2000
-  c.backend = factory.backend_config("scripted", seed=0)
+  c.backend = backend_config("scripted", seed=0)
   c.actor_backend = {}
   c.scripted = dict(noise={"perception": arg.perception, "recheck_miss": 0.1}, abstain=0.1)
   c.conditions = conditions(subgoal_steps=3)

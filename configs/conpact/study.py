@@ -14,13 +14,11 @@ python launch.py --config=configs/conpact/study.py:checkpoint=/path/to/Qwen3-0.6
 """
 import ml_collections
 
-from agents.conpact import demonstrations
+from agents.conpact import demonstration_spec
 from configs import common
 from configs.conpact import scripted as scripted_config
 from configs.conpact import train as train_config
-from lib.llm import factory
-from lib.memory_plan import plan_block
-from lib.model_setup import model_block
+from lib.config_blocks import backend_config, model_block, plan_block
 
 # Misperception rate of the demonstrators (per row; planner and actor draw independently). Fixed
 # a priori at the scripted demo's perception noise (configs/conpact/scripted.py), never tuned on
@@ -49,7 +47,7 @@ RECIPES = (
 
 
 def _conditions(names, settings: dict) -> list[dict]:
-  conds = scripted_config.conditions(subgoal_steps=demonstrations.SUBGOAL_STEPS)
+  conds = scripted_config.conditions(subgoal_steps=demonstration_spec.SUBGOAL_STEPS)
   return [{**x, "settings": {**x["settings"], **settings}} for x in conds if x["name"] in names]
 
 
@@ -67,7 +65,7 @@ def get_config(arg=None):
   c.start_fresh = False                      # True: retrain models from step 0 (stages still skip)
   c.label = "tiny models trained here"
   c.envs = ["sokoban", "minigrid"]
-  c.minigrid_tasks = (["BabyAI-GoToRedBall-v0"] if d else list(demonstrations.BABYAI_TASKS))
+  c.minigrid_tasks = (["BabyAI-GoToRedBall-v0"] if d else list(demonstration_spec.BABYAI_TASKS))
   # evaluated tasks: those whose median expert solution fits the action cap A = C = `budget`;
   # at the CPU-scale cap of 24, BlockedUnlockPickup (34) and GoTo (54) would be unsolvable for
   # most levels even by the expert, so they are trained on but not evaluated (README).
@@ -120,10 +118,9 @@ def get_config(arg=None):
   ev.budget_cap = 4 if d else arg.budget     # A = C cap per episode (0: the paper's budgets)
   ev.label = c.label
   # batches padded to >= min_batch rows: few compiled programs (compiles dominate small runs)
-  ev.backend = factory.backend_config("flax", model=dict(checkpoint=""), max_batch=256,
-                                      min_batch=32)
-  ev.actor_backend = factory.backend_config("flax", model=dict(checkpoint=""), max_batch=256,
-                                            min_batch=32)
+  ev.backend = backend_config("flax", model=dict(checkpoint=""), max_batch=256, min_batch=32)
+  ev.actor_backend = backend_config("flax", model=dict(checkpoint=""), max_batch=256,
+                                    min_batch=32)
   ev.scripted = dict(noise={}, abstain=0.0)
   ev.conditions = _conditions(ONLINE, reply)
   c.online = ev

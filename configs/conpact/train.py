@@ -34,8 +34,7 @@ python launch.py --config=configs/conpact/train.py:scale=paper --workdir=runs/cp
 import ml_collections
 
 from configs import common, paper_scale
-from lib.memory_plan import plan_block
-from lib.model_setup import model_block
+from lib.config_blocks import model_block, plan_block
 
 RECIPES = ("conpact_s", "conpact_r", "baseline")
 

@@ -5,8 +5,7 @@ Not a launchable config itself: configs/quickstart.py and configs/gencoord/learn
 """
 import ml_collections
 
-from lib.memory_plan import plan_block
-from lib.model_setup import model_block
+from lib.config_blocks import model_block, plan_block
 
 
 def base(arg) -> ml_collections.ConfigDict:

@@ -9,12 +9,10 @@ python launch.py --config=configs/wm/eval.py --workdir=runs/wm_eval \
 """
 import ml_collections
 
+from agents.wm.condition_table import CONDITIONS
 from configs import common
 from configs.wm import data as wm_data
-from lib.llm.factory import backend_config
-
-CONDITIONS = ("BASE", "GRPO-GT", "GRPO-MIS", "GRPO-COIN", "GT-PERM", "MIS-PERM", "OPSD-GT",
-              "OPSD-MIS")
+from lib.config_blocks import backend_config
 
 
 def get_config(arg=None):

@@ -12,9 +12,9 @@ python launch.py --config=configs/wm/study.py:validate_only=True --workdir=runs/
 python launch.py --config=configs/wm/study.py:conditions=BASE --workdir=runs/wm_study  # BASE only
 python launch.py --config=configs/wm/study.py:debug=True --workdir=runs/wm_study_debug   # ~4 min
 """
+from agents.wm.condition_table import CONDITIONS
 from configs import common
 from configs.wm import demo as wm_demo_config
-from configs.wm.eval import CONDITIONS
 
 # (rooms, objects, quest length): the training mix, and the validation knob table (which adds a
 # harder setting than any training game)

@@ -18,10 +18,9 @@ XLA_FLAGS=--xla_force_host_platform_device_count=8 python launch.py \
 """
 import ml_collections
 
-from agents.wm.conditions import CONDITIONS
+from agents.wm.condition_table import CONDITIONS
 from configs import common
-from lib.memory_plan import plan_block
-from lib.model_setup import model_block
+from lib.config_blocks import model_block, plan_block
 
 # Table 6: max input length 1,536 (ALFWorld) / 2,560 (ScienceWorld) tokens, output 512.
 MAX_INPUT = {"alfworld": 1536, "scienceworld": 2560, "textworld": 1536, "": 2560}

@@ -1,7 +1,7 @@
 """Evaluation instances of the ConPAct MiniGrid/BabyAI split (paper Table 6).
 
 Each task has five instances, seeds 1000 + offset for offset 0..4, and one common limit on
-executed actions and on model calls per rollout. The paper's levels are Farama's levels at
+executed actions and on model calls per rollout (envs/minigrid/limits.py). The paper's levels are Farama's levels at
 those seeds, so `instance(..., source="farama")` (default) builds the level with Farama
 `minigrid` and converts it with `from_minigrid`; `source="jax"` draws our generator's level
 for `jax.random.key(seed)` instead (same distribution, different levels).
@@ -15,18 +15,10 @@ from envs.minigrid import tasks
 from envs.minigrid.convert import from_minigrid
 from envs.minigrid.env import BabyAIEnv, EnvParams
 from envs.minigrid.core import State
+from envs.minigrid.limits import LIMITS
 
 SEED_BASE = 1000
 OFFSETS = (0, 1, 2, 3, 4)
-# task id -> common action and model-call limit A = C per rollout.
-LIMITS = {
-    "BabyAI-BlockedUnlockPickup-v0": 136,
-    "BabyAI-GoTo-v0": 200,
-    "BabyAI-GoToDoor-v0": 84,
-    "BabyAI-GoToLocal-v0": 60,
-    "BabyAI-GoToObj-v0": 60,
-    "BabyAI-GoToRedBall-v0": 60,
-}
 assert set(LIMITS) == set(tasks.TASKS)
 
 

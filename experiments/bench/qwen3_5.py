@@ -15,7 +15,7 @@ import torch
 import transformers
 
 from lib.decode_throughput import compare_generation
-from lib.models.qwen3_5.config import preset
+from lib.models import preset
 from lib.models.qwen3_5.params import load_qwen3_5
 
 

@@ -9,7 +9,7 @@ bytes each decode step reads and our share of the memory bandwidth probed in the
 import torch
 import transformers
 
-from lib import model_setup, models
+from lib import config_blocks, model_setup, models
 from lib.decode_throughput import compare_generation
 
 
@@ -27,6 +27,6 @@ def run(config, workdir):
   hf = _hf_model(cfg, config.seed, config.init_std)
   ckpt = f"{workdir}/model"
   hf.save_pretrained(ckpt)
-  model, _, _ = model_setup.build_model(model_setup.model_block(checkpoint=ckpt), seed=config.seed)
+  model, _, _ = model_setup.build_model(config_blocks.model_block(checkpoint=ckpt), seed=config.seed)
   return compare_generation(model, hf, cfg, config, workdir, tag="bench_sampler",
                             title="Sampler throughput vs transformers generate()")

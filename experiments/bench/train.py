@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 from absl import logging
 
-from lib import grpo, model_setup, models, optim, roofline, sft
+from lib import config_blocks, grpo, model_setup, models, optim, roofline, sft
 from lib.bench_rounds import Rounds, token_accounting
 from lib.results import write_summary
 from lib.train_state import TrainState, nnx_apply_fn
@@ -114,7 +114,7 @@ def _repeated(fn, reps):
 
 def run(config, workdir):
   c = config.bench
-  model, mconf, _ = model_setup.build_model(model_setup.model_block(preset=c.preset),
+  model, mconf, _ = model_setup.build_model(config_blocks.model_block(preset=c.preset),
                                             seed=config.seed)
   apply_fn, params = nnx_apply_fn(model)
   tx = optim.adamw(lr=c.lr, total_steps=10**6, schedule="constant", weight_decay=c.weight_decay,

@@ -1,7 +1,7 @@
 """ConPAct with trained models: data -> tokenizer -> base roles -> online -> R/S training -> report.
 
-Stages (each saved in <workdir>/stages.json with its result and skipped on rerun; a model stage
-also resumes from its checkpoints):
+Stages (lib/stages.py: each saved in <workdir>/stages.json with its result and skipped on rerun;
+a model stage also resumes from its checkpoints):
   data       planner / actor / baseline rows from expert play on SOURCE instances
              (agents/conpact/learned/rows.py), data/<set>.jsonl
   tokenizer  a byte-level BPE trained on the planner and actor rows
@@ -9,11 +9,11 @@ also resumes from its checkpoints):
              its own)
   base_planner, base_actor  separate models (separate seeds, separately noised rows) through the
              one SFT loop (agents/conpact/learned/train.py), base/<role>/export
-  online     every online condition on the EVALUATION split via registry "conpact/eval" (planner
+  online     every online condition on the EVALUATION split (agents/conpact/evaluate.py; planner
              model = `backend`, actor model = `actor_backend`), online/
   source     ConPAct-I + ReAct rollouts of the base models on SOURCE instances, source/
-  train/<m>  each recipe via registry "conpact/train" (ConPAct-S, ConPAct-R, No Sup., No Replay;
-             the baseline last, token-matched to ConPAct-R), train/<m>/
+  train/<m>  each recipe (agents/conpact/learned/recipe_train.py: ConPAct-S, ConPAct-R, No Sup.,
+             No Replay; the baseline last, token-matched to ConPAct-R), train/<m>/
   eval/<m>   each trained pair on the evaluation split (config.trained_conditions), eval/<m>/
   report     summary.json / summary.md: stage times, data stats, the online tables (Tables 18/19
              layout, paired differences vs Plan-Act and Assertion) and, per env and condition,
@@ -23,12 +23,11 @@ import copy
 import json
 import os
 
-from agents.conpact import study_tables
-from agents.conpact.learned import report, rows as study_rows, train as role_train
+from agents.conpact import evaluate, study_tables
+from agents.conpact.learned import recipe_train, report, rows as study_rows, train as role_train
 from agents.conpact.learned.tokenizer import train_conpact_tokenizer
-from agents.conpact.learned.stages import Stages
-from experiments import registry
 from lib import tokenizer as tokenizer_lib
+from lib.stages import Stages
 
 ROLES = ("planner", "actor")
 
@@ -77,7 +76,7 @@ def _eval_config(config, exports: dict, **changes):
 
 
 def _evaluate(c, workdir) -> dict:
-  registry.get("conpact/eval")(c, workdir)
+  evaluate.evaluate(c, workdir)
   return {"workdir": workdir}
 
 
@@ -99,7 +98,7 @@ def _train(config, workdir, name, recipe, curate, exports, data, source_dir, mat
   t.baseline.match = match or ""
   t.start_fresh = config.start_fresh
   out = os.path.join(workdir, "train", name)
-  registry.get("conpact/train")(t, out)
+  recipe_train.train_recipe(t, out)
   return {"workdir": out, **{r: os.path.join(out, r, "export") for r in ROLES}}
 
 

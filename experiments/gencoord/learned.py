@@ -27,10 +27,10 @@ from absl import logging
 from agents.gencoord import data, metrics, protocol, suites
 from agents.gencoord.learned import chat, report, sft_rows, tokenizer as dsl_tokenizer, train
 from agents.gencoord.learned import policy as learned_policy
-from agents.gencoord.learned import training_recipes
+from agents.gencoord.learned import training_recipes, validation
 from agents.gencoord.policies import registry as policies
 from lib import models as lib_models
-from lib import tb
+from lib import model_setup, sft_batches, tb
 from lib.results import ResultsLog
 from lib.tokenizer import load_tokenizer, save_tokenizer
 
@@ -78,9 +78,10 @@ def _subsample(rows, max_rows, seed: int = 0):
 
 
 def _tokenizer(config, workdir, rows_by_recipe):
+  own = model_setup.model_tokenizer(config.model.checkpoint)
+  if own is not None:   # a real checkpoint (Qwen2/3/3.5 HF dir) brings its own vocabulary
+    return own
   path = os.path.join(workdir, "tokenizer")
-  if config.model.checkpoint:  # a real checkpoint (Qwen2/3/3.5 HF dir) brings its own vocabulary
-    return load_tokenizer(config.model.checkpoint)
   if os.path.exists(os.path.join(path, "tokenizer.json")):
     return load_tokenizer(path)
   texts = []
@@ -88,6 +89,22 @@ def _tokenizer(config, workdir, rows_by_recipe):
     surface = training_recipes.get(name).surface
     texts += [chat.system_prompt(surface) + "\n" + r.prompt + "\n" + r.target for r in rows]
   return dsl_tokenizer.train_dsl_tokenizer(texts, config.model.vocab_size, path)
+
+
+def _early_stopping(config, recipe_name, tok, mdir, n_rows):
+  """The validation rule of `config.train.select` (None when the config sets none).
+
+  select: split (a forward split other than heldout), every_epochs, min_epochs, stop_at
+  (cluster exact match in [0, 1] that ends training)."""
+  sel = config.train.get("select")
+  if not sel:
+    return None
+  spe = sft_batches.steps_per_epoch(n_rows, config.train.batch)
+  vset = validation.build(recipe_name, tok, sel["split"])
+  os.makedirs(mdir, exist_ok=True)
+  return validation.EarlyStopping(vset, tok, every=spe * sel["every_epochs"],
+                                  min_steps=spe * sel["min_epochs"], stop_at=sel["stop_at"],
+                                  path=os.path.join(mdir, "validation.jsonl"))
 
 
 def _run_condition(spec, recipe, eps, policy, seed, horizon, tokens):
@@ -149,7 +166,11 @@ def run(config, workdir):
       recipe = training_recipes.get(n)
       mdir = os.path.join(workdir, "models", n, f"s{seed}")
       arrays = sft_rows.encode_rows(rows_by_recipe[n], tok, recipe.surface)
-      model, mcfg, rep = train.train_sft(arrays, tok, config, mdir, seed, tag=f"sft/{n}/s{seed}")
+      stopping = _early_stopping(config, n, tok, mdir, arrays["input_ids"].shape[0])
+      model, mcfg, rep = train.train_sft(arrays, tok, config, mdir, seed, tag=f"sft/{n}/s{seed}",
+                                         early_stopping=stopping)
+      if stopping:
+        rep["validation"] = validation.history(stopping.path)
       rep.update(seq_len=int(arrays["input_ids"].shape[1]),
                  mean_prompt_tokens=float(arrays["prompt_len"].mean()),
                  mean_target_tokens=float(arrays["target_len"].mean()))

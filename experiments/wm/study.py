@@ -1,8 +1,10 @@
 """World-model audit study at CPU scale (labelled so throughout): every condition x seeds on
 unseen TextWorld games, from one command (configs/wm/study.py).
 
-Stages (each resumable; wall and CPU seconds per stage in stages.json and the summary):
-  data        experiments/wm/data.py on TextWorld only: training games at every setting of the
+Stages (lib/stages.py; each runs again in every session and resumes from its own outputs --
+a later session may add the unseen games or conditions; wall and CPU seconds per stage in
+stages.json and the summary):
+  data        agents/wm/offline_data.py on TextWorld only: training games at every setting of the
               training mix, unseen evaluation games at the chosen setting (games cached on disk,
               keyed by settings + seed, generated in parallel processes); shared by every seed
   sft         the warm start (base/base_hf): BASE, the one starting model of every condition and
@@ -10,9 +12,9 @@ Stages (each resumable; wall and CPU seconds per stage in stages.json and the su
   validation  BASE and a random-admissible-action reference on SOURCE-side validation games at
               every knob setting (the knob table; the regime is chosen from it, never from the
               unseen games). `validate_only` stops here (the unseen games are not even built)
-  train/s<i>  experiments/wm/train.py for every trained condition from BASE, with the same
+  train/s<i>  agents/wm/train.py for every trained condition from BASE, with the same
               prompts, data order (seed i) and budget
-  eval/s<i>   experiments/wm/eval.py: every condition on the unseen games (list regime),
+  eval/s<i>   agents/wm/evaluate.py: every condition on the unseen games (list regime),
               prediction accuracy by the rule-based judge on held-out transitions
   report      pooled pass@1..k curves over seeds with task-bootstrap bands (agents/wm/passk.py),
               per-condition mean +- sd over seeds, and agents/wm/study_report.py (paired tests vs
@@ -24,13 +26,13 @@ import os
 
 import numpy as np
 
-from agents.wm import passk
-from agents.wm.pipeline import Stages, warm_start
+from agents.wm import evaluate, offline_data, passk, train
+from agents.wm.pipeline import warm_start
 from agents.wm.study_report import study_report
-from experiments import registry
-from lib.llm.factory import backend_config
+from lib.config_blocks import backend_config
 from lib.llm.host_loop import final_rows
 from lib.results import markdown_table, write_summary
+from lib.stages import Stages
 
 EVAL_KEY = ("condition", "env", "regime", "level", "sample", "attempt")
 _SEED_METRICS = ("pass@1", "AF", "LR_step", "repeat", "turns", "pred_acc")
@@ -52,7 +54,7 @@ def _train(config, sd: str, bd: str, base_hf: str, seed: int) -> dict:
     c.grpo.permute_scores = name.endswith("PERM")
     c.data.train = os.path.join(bd, "train_short.jsonl")
     c.model.checkpoint = base_hf
-    out[name] = registry.get("wm/train")(c, wd)
+    out[name] = train.train_condition(c, wd)
   return out
 
 
@@ -78,7 +80,7 @@ def _validate(config, bd: str, base_hf: str, games_dir: str) -> list[dict]:
     c.samples, c.heldout = config.validation.samples, ""
     c.ks = [k for k in c.ks if k <= c.samples]
     out = os.path.join(bd, "validation", f"w{rooms}_o{objects}_q{quest}")
-    registry.get("wm/eval")(c, out)
+    evaluate.evaluate(c, out)
     for r in json.load(open(os.path.join(out, "summary.json")))["table"]:
       rows.append({"rooms": rooms, "objects": objects, "quest": quest,
                    "games": len(config.validation.seeds), "condition": r["condition"],
@@ -91,7 +93,7 @@ def _evaluate(config, sd: str, bd: str, hf_dirs: dict, seed: int,
   c = _eval_config(config, hf_dirs, seed, games_dir)
   c.heldout = os.path.join(bd, "heldout_short.jsonl")
   out = os.path.join(sd, "eval")
-  registry.get("wm/eval")(c, out)
+  evaluate.evaluate(c, out)
   return [{"seed": seed, **r} for r in json.load(open(os.path.join(out, "summary.json")))["table"]]
 
 
@@ -146,21 +148,25 @@ def run(config, workdir):
   data_config = copy.deepcopy(config.data)
   if config.validate_only:   # the unseen games wait until the regime is chosen
     data_config.textworld.eval_seeds = []
-  stages.run("data", lambda: registry.get("wm/data")(data_config, data_dir))
+  stages.run("data", lambda: offline_data.collect_data(data_config, data_dir), rerun=True)
   games_dir = config.data.textworld.games_dir or os.path.join(data_dir, "textworld_games")
   # BASE: one warm start (the study's "pretrained model"), shared by every seed as in the
   # audit, whose seeds vary the post-training and the evaluation sampling, not the base model
   bd = os.path.join(workdir, "base")
-  base_hf = stages.run("sft", lambda: warm_start(config, bd, data_dir, config.seed))
-  validation = stages.run("validation", lambda: _validate(config, bd, base_hf, games_dir))
+  base_hf = stages.run("sft", lambda: warm_start(config, bd, data_dir, config.seed),
+                       rerun=True)
+  validation = stages.run("validation", lambda: _validate(config, bd, base_hf, games_dir),
+                          rerun=True)
   eval_rows, trained, rows_by_seed = [], {}, {}
   for seed in [] if config.validate_only else config.seeds:
     sd = os.path.join(workdir, f"seed_{seed}")
-    trained[seed] = stages.run(f"train/s{seed}", lambda: _train(config, sd, bd, base_hf, seed))
+    trained[seed] = stages.run(f"train/s{seed}", lambda: _train(config, sd, bd, base_hf, seed),
+                               rerun=True)
     hf_dirs = {n: base_hf if n == "BASE" else trained[seed][n]["hf_dir"]
                for n in config.conditions}
     eval_rows += stages.run(f"eval/s{seed}",
-                            lambda: _evaluate(config, sd, bd, hf_dirs, seed, games_dir))
+                            lambda: _evaluate(config, sd, bd, hf_dirs, seed, games_dir),
+                            rerun=True)
     rows_by_seed[seed] = _episode_rows(sd)
   summary = {"scale": config.scale_label, "validation": validation,
              "regime": {"rooms": config.data.textworld.world_size,
@@ -181,7 +187,7 @@ def run(config, workdir):
         by_cs, outdir=os.path.join(workdir, "analysis"), n_resamples=config.report.n_resamples,
         trace_samples=config.report.trace_samples, scale_label=config.scale_label,
         min_samples=config.report.get("overlap_min_samples", 4),
-        overlap_pool_seeds=config.report.get("overlap_pool_seeds", False)))
+        overlap_pool_seeds=config.report.get("overlap_pool_seeds", False)), rerun=True)
     summary.update(pooled=pooled, per_seed=eval_rows, over_seeds=seeds_table, analyses=analyses,
                    train={s: {n: {k: v for k, v in t.items() if k != "hf_dir"}
                               for n, t in ts.items()} for s, ts in trained.items()},
@@ -189,7 +195,7 @@ def run(config, workdir):
     sections += [("Unseen games, mean and sd over seeds (percent)", seeds_table)]
   else:
     md_sections = []
-  summary["stages"] = list(stages.rows.values())
+  summary["stages"] = stages.timings()
   md = write_summary(workdir, summary, summary.get("pooled", []),
                      title=f"World-model audit study ({config.scale_label})",
                      notes=("Tiny SFT-warm-started model, lexical stand-in embedder, rule-based "

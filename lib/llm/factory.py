@@ -1,89 +1,30 @@
 """Backends from config: `make_backend(config.backend)` with `backend.kind` naming the backend.
 
-Each kind has a defaults table; `backend_config(kind, **overrides)` returns a complete dict for a
-config file, and `make_backend` rejects keys a kind does not know (listing the valid ones), so a
-typo in `--config.backend.timout_s=...` fails at start, not silently at hour three.
+Each kind has a defaults table (`lib.config_blocks.BACKEND_DEFAULTS`, JAX-free so config files
+load without JAX); `backend_config(kind, **overrides)` there returns a complete dict for a config
+file, and `make_backend` rejects keys a kind does not know (listing the valid ones), so a typo in
+`--config.backend.timout_s=...` fails at start, not silently at hour three.
 
-  c.backend = factory.backend_config("openai_http", base_url="http://127.0.0.1:8000/v1",
-                                     model="accord", api_key_env="")
+  c.backend = config_blocks.backend_config("openai_http", base_url="http://127.0.0.1:8000/v1",
+                                           model="accord", api_key_env="")
   backend = factory.make_backend(config.backend, workdir=workdir)
 
 To switch backends from the command line, give a config one section per kind
-(`backends_config`): `--config.backend.kind=openai_http --config.backend.openai_http.base_url=...`
-then picks the `openai_http` section and ignores the others.
+(`config_blocks.backends_config`): `--config.backend.kind=openai_http
+--config.backend.openai_http.base_url=...` then picks the `openai_http` section and ignores the
+others.
 
 Scripted backends need a policy object, passed as `policy=`; their config holds only the seed.
 """
 from typing import Any, Callable
 
+from lib.config_blocks import BACKEND_DEFAULTS, backend_config
 from lib.llm.backend import Backend
 from lib.llm.flax_backend import FlaxBackend
 from lib.llm.openai_http import OpenAIBackend
 from lib.llm.scripted import ScriptedBackend
 # vllm_backend imports vLLM itself only when a VLLMBackend is constructed.
 from lib.llm.vllm_backend import VLLMBackend
-from lib.model_setup import model_block
-
-DEFAULTS: dict[str, dict[str, Any]] = {
-    # model: the one `model` block (lib/model_setup.py); checkpoint "" = embedded random model of
-    # architecture `preset` with a tokenizer trained here (in <workdir>/tiny_model).
-    "flax": dict(model=model_block(), seed=0, max_batch=64, min_batch=1),
-    # api_key_env names an environment variable; the key itself never enters a config.
-    "openai_http": dict(base_url="http://127.0.0.1:8000/v1", model="accord", api_key_env="",
-                        embed_model="", max_concurrency=8, timeout_s=120.0, max_retries=4,
-                        backoff_base_s=0.5, backoff_max_s=30.0, send_top_k=False, seed=0),
-    # jax_memory_fraction: XLA_PYTHON_CLIENT_MEM_FRACTION that launch.py sets before JAX starts
-    # when this backend runs in the process, so JAX (envs, a trainer) and vLLM share the GPU;
-    # it and gpu_memory_utilization must add up to less than 1 (an explicit env var wins).
-    "vllm": dict(model="", embed=False, seed=0, gpu_memory_utilization=0.85, max_model_len=8192,
-                 dtype="auto", tensor_parallel_size=1, jax_memory_fraction=0.10),
-    "scripted": dict(seed=0),
-}
-
-
-def backend_config(kind: str, **overrides) -> dict:
-  """A complete backend config dict for `kind` with `overrides` applied.
-
-  Args:
-    kind: a key of DEFAULTS ("flax", "openai_http", "vllm", "scripted").
-    **overrides: settings of that kind; for "flax", a partial `model` block is completed.
-  Returns:
-    {"kind": kind, **DEFAULTS[kind], **overrides}.
-  Raises:
-    KeyError: an unknown kind or setting.
-  """
-  if kind not in DEFAULTS:
-    raise KeyError(f"unknown backend kind {kind!r}; valid: {', '.join(sorted(DEFAULTS))}")
-  unknown = set(overrides) - set(DEFAULTS[kind])
-  if unknown:
-    raise KeyError(f"backend {kind!r} has no settings {sorted(unknown)}; "
-                   f"valid: {', '.join(sorted(DEFAULTS[kind]))}")
-  out = {"kind": kind, **DEFAULTS[kind], **overrides}
-  if kind == "flax":   # a partial model block is completed (and checked) field-wise
-    out["model"] = model_block(**dict(out["model"]))
-  return out
-
-
-def backends_config(kind: str, **sections: dict) -> dict:
-  """A sectioned backend config: the chosen kind plus complete settings for every kind.
-
-  Args:
-    kind: the kind to use (validated).
-    **sections: per kind, a dict of overrides for its section.
-  Returns:
-    {"kind": kind, <every kind>: its complete settings without "kind"}.
-  Raises:
-    KeyError: an unknown kind or setting.
-  """
-  unknown = set(sections) - set(DEFAULTS)
-  if unknown:
-    raise KeyError(f"unknown backend kinds {sorted(unknown)}; valid: {', '.join(sorted(DEFAULTS))}")
-  out = {"kind": kind}
-  for k in DEFAULTS:
-    full = backend_config(k, **sections.get(k, {}))
-    out[k] = {key: v for key, v in full.items() if key != "kind"}
-  backend_config(kind)  # validates kind
-  return out
 
 
 def jax_memory_fraction(config: Any) -> float | None:
@@ -101,7 +42,8 @@ def jax_memory_fraction(config: Any) -> float | None:
   if not block or not hasattr(block, "get") or block.get("kind") != "vllm":
     return None
   section = block.get("vllm") or block
-  fraction = float(section.get("jax_memory_fraction", DEFAULTS["vllm"]["jax_memory_fraction"]))
+  default = BACKEND_DEFAULTS["vllm"]["jax_memory_fraction"]
+  fraction = float(section.get("jax_memory_fraction", default))
   vllm_share = float(section.get("gpu_memory_utilization", 0.0))
   if not 0.0 < fraction < 1.0 or fraction + vllm_share >= 1.0:
     raise ValueError(f"backend.jax_memory_fraction={fraction} must be in (0, 1) and leave room "
@@ -165,7 +107,7 @@ def make_backend(config, *, workdir: str | None = None, policy=None) -> Backend:
   c = dict(config.to_dict() if hasattr(config, "to_dict") else config)
   kind = c.pop("kind", None)
   if isinstance(c.get(kind), dict):  # sectioned layout (backends_config): use kind's section
-    stray = set(c) - set(DEFAULTS)
+    stray = set(c) - set(BACKEND_DEFAULTS)
     if stray:
       raise KeyError(f"backend config has keys {sorted(stray)} outside the per-kind sections")
     c = c[kind]

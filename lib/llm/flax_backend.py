@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from lib import model_setup, models, sampling
+from lib import config_blocks, model_setup, models, sampling
 from lib.llm.backend import Backend, Completion, SamplingParams
 
 class FlaxBackend(Backend):
@@ -61,7 +61,7 @@ class FlaxBackend(Backend):
     Returns:
       The FlaxBackend.
     """
-    block = model_setup.model_block(**dict(block))
+    block = config_blocks.model_block(**dict(block))
     if not block["checkpoint"] and tokenizer_dir is None:
       raise ValueError("the embedded tiny flax model needs a directory for its tokenizer")
     model, _, tok = model_setup.build_model(
@@ -80,7 +80,7 @@ class FlaxBackend(Backend):
       dtype: the weights' dtype name.
       **kw: `from_block` / constructor arguments.
     """
-    return cls.from_block(model_setup.model_block(checkpoint=str(path), dtype=dtype), **kw)
+    return cls.from_block(config_blocks.model_block(checkpoint=str(path), dtype=dtype), **kw)
 
   @classmethod
   def tiny(cls, path, seed: int = 0, vocab_size: int = 384, preset: str = "qwen3-tiny",
@@ -94,7 +94,7 @@ class FlaxBackend(Backend):
       preset: the model preset (random weights).
       **kw: constructor arguments.
     """
-    return cls.from_block(model_setup.model_block(preset=preset, vocab_size=vocab_size),
+    return cls.from_block(config_blocks.model_block(preset=preset, vocab_size=vocab_size),
                           tokenizer_dir=path, seed=seed, **kw)
 
   # ---- generation -------------------------------------------------------------------------

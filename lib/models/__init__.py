@@ -7,10 +7,10 @@ Quick reference:
   from flax import nnx
   from lib import models
 
-  config = models.preset("qwen3-tiny")                 # or models.QwenConfig(...), models.PRESETS
+  config = models.preset("qwen3-tiny")     # or "qwen3.5-tiny", ...: models.PRESETS, both families
   model = models.build(config, rngs=nnx.Rngs(0))       # random model, one line (= models.Qwen(...))
   logits = model(input_ids, attention_mask)            # [B,T] -> float32 [B,T,V]; left padding ok
-  logp = models.token_logprobs(model, input_ids, attention_mask)   # [B,T-1], log p(x_t | x_<t)
+  logp = models.sequence_token_logprobs(model, input_ids, attention_mask)   # [B,T-1] log p(x_t|x_<t)
 
   model, config = models.load_pretrained("path/to/hf_dir", dtype="bfloat16")   # local, no network
   models.save_pretrained(model, config, "path/to/out")   # transformers / vLLM can load it
@@ -23,22 +23,25 @@ Quick reference:
 
 A broken checkpoint raises `models.WeightsError` (a ValueError) naming the file and field.
 Generation lives in `lib.sampling`. New layer types plug into `Qwen` through the per-layer protocol
-documented in lib/models/qwen/model.py (`init_cache` + `__call__(x, ctx, cache) -> (x, cache)`).
+documented in lib/models/qwen/model.py (`init_cache` + `__call__(x, ctx, cache) -> (x, cache)`);
+the layers both families share live in `layers.py` and `attention.py`.
 """
-import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from lib.models.attention import Context, KVCache
 from lib.models.embedding import embed, last_token_index
 from lib.models.pretrained import load_pretrained, save_pretrained
-from lib.models.qwen.config import PRESETS, QwenConfig, preset
-from lib.models.qwen.model import Cache, Context, KVCache, Qwen
+from lib.models.presets import PRESETS, preset
+from lib.models.qwen.config import QwenConfig
+from lib.models.qwen.model import Cache, Qwen
 from lib.models.qwen3_5.config import Qwen35Config
 from lib.models.qwen3_5.model import Qwen35
 from lib.models.remat import REMAT_POLICIES, set_remat
 from lib.models.safetensors_io import WeightsError
 from lib.models.sharding import shard_batch, shard_model
 from lib.sharding import make_mesh
+from lib.train_state import token_logprobs
 
 
 def build(config: QwenConfig | Qwen35Config, rngs: nnx.Rngs | None = None, dtype="float32") -> Qwen:
@@ -56,8 +59,9 @@ def build(config: QwenConfig | Qwen35Config, rngs: nnx.Rngs | None = None, dtype
   return cls(config, rngs=nnx.Rngs(0) if rngs is None else rngs, dtype=jnp.dtype(dtype))
 
 
-def token_logprobs(model: Qwen, input_ids, attention_mask=None):
-  """log p(input_ids[:, t] | input_ids[:, :t]) for t >= 1.
+def sequence_token_logprobs(model: Qwen, input_ids, attention_mask=None):
+  """log p(input_ids[:, t] | input_ids[:, :t]) for t >= 1: the model run on whole sequences, each
+  token scored by its predecessor's logits (`lib.train_state.token_logprobs` of given logits).
 
   Args:
     model: a Qwen or Qwen35.
@@ -68,9 +72,7 @@ def token_logprobs(model: Qwen, input_ids, attention_mask=None):
     float32 [B,T-1]; 0 where token t or its predecessor is padding (a left-padded row's first real
     token has no context to score it).
   """
-  logits = model(input_ids, attention_mask)[:, :-1]
-  targets = input_ids[:, 1:]
-  logp = jnp.take_along_axis(jax.nn.log_softmax(logits, axis=-1), targets[..., None], axis=-1)[..., 0]
+  logp = token_logprobs(model(input_ids, attention_mask)[:, :-1], input_ids[:, 1:])
   if attention_mask is None:
     return logp
   mask = attention_mask.astype(bool)
@@ -79,7 +81,7 @@ def token_logprobs(model: Qwen, input_ids, attention_mask=None):
 
 __all__ = [
     "PRESETS", "QwenConfig", "preset", "Qwen", "Qwen35", "Qwen35Config", "Cache", "Context",
-    "KVCache", "build", "load_pretrained", "save_pretrained", "WeightsError", "token_logprobs",
-    "embed", "last_token_index", "make_mesh", "shard_model", "shard_batch", "REMAT_POLICIES",
-    "set_remat",
+    "KVCache", "build", "load_pretrained", "save_pretrained", "WeightsError",
+    "sequence_token_logprobs", "embed", "last_token_index", "make_mesh", "shard_model",
+    "shard_batch", "REMAT_POLICIES", "set_remat",
 ]

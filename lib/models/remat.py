@@ -23,26 +23,16 @@ from typing import Any, Callable
 import jax
 from flax import nnx
 
+from lib.config_blocks import REMAT_POLICY_NAMES, check_remat_policy
+
+# Keyed by REMAT_POLICY_NAMES (lib/config_blocks.py), so a config's `model.remat` is checked
+# without importing JAX.
 REMAT_POLICIES: dict[str, Callable[..., bool] | None] = {
     "none": None,
     "full": jax.checkpoint_policies.nothing_saveable,
     "dots": jax.checkpoint_policies.checkpoint_dots_with_no_batch_dims,
 }
-
-
-def check_policy(name: str) -> str:
-  """`name` if it is a known remat policy.
-
-  Args:
-    name: a key of REMAT_POLICIES.
-  Returns:
-    name.
-  Raises:
-    ValueError: an unknown policy (the message lists the valid ones).
-  """
-  if name not in REMAT_POLICIES:
-    raise ValueError(f"unknown remat policy {name!r}; valid: {', '.join(REMAT_POLICIES)}")
-  return name
+assert tuple(REMAT_POLICIES) == REMAT_POLICY_NAMES
 
 
 def set_remat(model: nnx.Module, name: str) -> nnx.Module:
@@ -57,7 +47,7 @@ def set_remat(model: nnx.Module, name: str) -> nnx.Module:
   Returns:
     The same model (modified in place).
   """
-  model.remat = check_policy(name)
+  model.remat = check_remat_policy(name)
   return model
 
 
@@ -75,7 +65,7 @@ def run_layers(layers: Any, x: jax.Array, ctx: Any, name: str) -> jax.Array:
   def body(layer, h, c):
     return layer(h, c, None)[0]
 
-  step = nnx.remat(body, policy=REMAT_POLICIES[check_policy(name)])
+  step = nnx.remat(body, policy=REMAT_POLICIES[check_remat_policy(name)])
   for layer in layers:
     x = step(layer, x, ctx)
   return x

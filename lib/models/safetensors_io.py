@@ -4,18 +4,16 @@ Files: `config.json` plus `model.safetensors` or a sharded `model.safetensors.in
 only. Every problem with them (absent, unreadable, truncated, malformed JSON, a missing field) is a
 `WeightsError` whose message starts with the offending file's path.
 
-Key tables (tunix style): each family's `params.py` lists (HF key, our parameter path, layout) rows,
-`{i}` standing for a layer index and `{p}` for a projection name. `load_params` maps every tensor
-through the table: `nnx.eval_shape` model -> file headers -> keys and layouts -> shapes checked
-against the abstract model (one `WeightsError` lists every missing, unexpected and mis-shaped
-key) -> tensors read, converted, cast and placed -> `nnx.merge`. `save_params` runs the table
-backwards.
+Each family's `params.py` holds a key table (`lib.models.key_table`). `load_params` maps every
+tensor through it: `nnx.eval_shape` model -> file headers -> keys and layouts -> shapes checked
+against the abstract model, each part of a fused parameter on its own (one `WeightsError` lists
+every missing, unexpected and mis-shaped key) -> tensors read, converted (fused parts joined),
+cast and placed -> `nnx.merge`. `save_params` runs the table backwards.
 """
 import contextlib
 import dataclasses
 import json
 import os
-import re
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -27,6 +25,7 @@ import safetensors.flax
 from flax import nnx
 
 from lib.models import sharding as sharding_lib
+from lib.models.key_table import Fused, KeyTable, Layout
 
 CONFIG_FILE = "config.json"
 SINGLE_FILE = "model.safetensors"
@@ -187,65 +186,6 @@ def write_safetensors(tensors: dict, path: Path, max_shard_bytes: int) -> None:
 
 
 @dataclasses.dataclass(frozen=True)
-class Layout:
-  """How a tensor is stored in the checkpoint relative to our parameter (both directions)."""
-  name: str
-  to_ours: Callable[[jax.Array], jax.Array]
-  to_hf: Callable[[jax.Array], jax.Array]
-
-
-AS_IS = Layout("as is", lambda x: x, lambda x: x)
-# torch's Linear.weight is [out, in]; our Dense kernel is [in, out].
-TRANSPOSED = Layout("transposed", lambda x: x.T, lambda x: x.T)
-
-
-def _pattern(template: str) -> re.Pattern:
-  p = re.escape(template).replace(r"\{i\}", r"(?P<i>\d+)").replace(r"\{p\}", r"(?P<p>[a-z]+)")
-  return re.compile(p + "$")
-
-
-class KeyTable:
-  """A model family's (HF key template, our path template, Layout) rows, usable both ways."""
-
-  def __init__(self, rows):
-    self.rows = tuple(rows)
-    self._hf_to_ours = [(_pattern(hf), ours, layout) for hf, ours, layout in self.rows]
-    self._ours_to_hf = [(_pattern(ours), hf, layout) for hf, ours, layout in self.rows]
-
-  @staticmethod
-  def _translate(key, rules):
-    for pattern, template, layout in rules:
-      m = pattern.match(key)
-      if m:
-        return template.format(**m.groupdict()), layout
-    return None, None
-
-  def to_ours(self, hf_key: str) -> tuple[str | None, Layout | None]:
-    """Translates a checkpoint key to our parameter path, first matching row wins.
-
-    Args:
-      hf_key: e.g. 'model.layers.3.mlp.up_proj.weight'.
-
-    Returns:
-      (our key, Layout), e.g. ('layers.3.mlp.up_proj.kernel', TRANSPOSED); (None, None) when
-      no row matches.
-    """
-    return self._translate(hf_key, self._hf_to_ours)
-
-  def to_hf(self, our_key: str) -> tuple[str | None, Layout | None]:
-    """Translates our parameter path to the checkpoint key (the inverse of `to_ours`).
-
-    Args:
-      our_key: e.g. 'layers.3.mlp.up_proj.kernel'.
-
-    Returns:
-      (HF key, Layout), e.g. ('model.layers.3.mlp.up_proj.weight', TRANSPOSED); (None, None)
-      when no row matches.
-    """
-    return self._translate(our_key, self._ours_to_hf)
-
-
-@dataclasses.dataclass(frozen=True)
 class TensorRef:
   """One tensor of a checkpoint, located but not read: its key and shape as the file stores them."""
   key: str
@@ -258,6 +198,45 @@ class TensorRef:
     with _reading(self.file), safetensors.safe_open(str(self.file), framework="flax") as f:
       return f.get_tensor(self.key)
 
+  def refs(self) -> dict[str | None, "TensorRef"]:
+    """{None: self}, as `FusedRef.refs` lists its parts."""
+    return {None: self}
+
+  def mismatches(self, ours: str, shape: tuple[int, ...]) -> list[str]:
+    """[] when the tensor fits our parameter `ours` of `shape`, else one line saying how not."""
+    try:
+      stored = jax.ShapeDtypeStruct(self.shape, jnp.float32)
+      converted = tuple(jax.eval_shape(self.layout.to_ours, stored).shape)
+    except (TypeError, ValueError):  # e.g. a reshape that the stored shape does not allow
+      converted = None
+    if converted == tuple(shape):
+      return []
+    return [f"{self.key}: file {self.shape} vs model {tuple(shape)} (as {ours}, "
+            f"{self.layout.name})"]
+
+
+@dataclasses.dataclass(frozen=True)
+class FusedRef:
+  """The checkpoint tensors of one fused parameter found so far: {part: TensorRef}."""
+  layout: Fused
+  parts: dict
+
+  def refs(self) -> dict[str, TensorRef]:
+    """{part: TensorRef} of the parts found."""
+    return self.parts
+
+  def mismatches(self, ours: str, shape: tuple[int, ...]) -> list[str]:
+    """One line per found part whose stored shape is not what our parameter `ours` of `shape`
+    splits into."""
+    wanted = jax.eval_shape(self.layout.to_hf, jax.ShapeDtypeStruct(tuple(shape), jnp.float32))
+    lines = []
+    for part, want in zip(self.layout.parts, wanted):
+      ref = self.parts.get(part)
+      if ref is not None and tuple(ref.shape) != tuple(want.shape):
+        lines.append(f"{ref.key}: file {ref.shape} vs model {tuple(want.shape)} (part {part!r} "
+                     f"of {ours} {tuple(shape)}, {self.layout.name})")
+    return lines
+
 
 def flat_params(state) -> dict[str, nnx.Variable]:
   """Flattens an `nnx.State` to dotted paths.
@@ -266,13 +245,13 @@ def flat_params(state) -> dict[str, nnx.Variable]:
     state: an nnx.State (e.g. `nnx.state(model)` or from `nnx.eval_shape`).
 
   Returns:
-    {'layers.0.attn.q_proj.kernel': its Variable, ...} for every Variable.
+    {'layers.0.attn.o_proj.kernel': its Variable, ...} for every Variable.
   """
   return {".".join(str(p) for p in path): var for path, var in nnx.to_flat_state(state)}
 
 
 def locate_tensors(path: Path, table: KeyTable,
-                   rename=None) -> tuple[dict[str, TensorRef], list[str]]:
+                   rename=None) -> tuple[dict[str, TensorRef | FusedRef], list[str]]:
   """Reads the headers of a checkpoint's weights and maps each tensor through `table`.
 
   Args:
@@ -281,7 +260,7 @@ def locate_tensors(path: Path, table: KeyTable,
     rename: optional `keys of one file -> {file key: key in the table's naming, or None to skip}`.
 
   Returns:
-    ({our key: TensorRef}, [file keys that no table row matches]).
+    ({our key: TensorRef, or FusedRef for a fused parameter}, [file keys that no row matches]).
   """
   found, unknown = {}, []
   for file in weight_files(path):
@@ -290,12 +269,27 @@ def locate_tensors(path: Path, table: KeyTable,
     for file_key, hf_key in names.items():
       if hf_key is None:
         continue
-      ours, layout = table.to_ours(hf_key)
+      ours, layout, part = table.to_ours(hf_key)
       if ours is None:
         unknown.append(file_key)
-      else:
+      elif part is None:
         found[ours] = TensorRef(file_key, file, shapes[file_key], layout)
+      else:
+        fused = found.setdefault(ours, FusedRef(layout, {}))
+        fused.parts[part] = TensorRef(file_key, file, shapes[file_key], layout.part)
   return found, unknown
+
+
+def _missing_keys(table: KeyTable, expected: dict, found: dict) -> list[str]:
+  """Checkpoint keys (in the table's naming) that no found tensor provides."""
+  missing = []
+  for ours in expected:
+    hf_keys, layout = table.to_hf(ours)
+    if ours not in found:
+      missing += hf_keys or [ours]
+    elif isinstance(layout, Fused):
+      missing += [k for k, part in zip(hf_keys, layout.parts) if part not in found[ours].parts]
+  return missing
 
 
 def load_params(path, abstract_model: nnx.Module, table: KeyTable, *, dtype, mesh=None,
@@ -309,8 +303,9 @@ def load_params(path, abstract_model: nnx.Module, table: KeyTable, *, dtype, mes
     dtype: every parameter is cast to it.
     mesh: if given, each tensor goes straight onto its sharding (`lib.models.sharding`).
     rename: see `locate_tensors`.
-    check: `{our key: TensorRef} -> {our key: TensorRef}`, run on the headers before any tensor is
-      read; raises WeightsError where config.json contradicts the weights, may drop entries.
+    check: `{our key: ref} -> {our key: ref}` (refs as `locate_tensors` returns them), run on
+      the headers before any tensor is read; raises WeightsError where config.json contradicts
+      the weights, may drop entries.
 
   Returns:
     The concrete model. Raises one WeightsError listing every missing, unexpected and
@@ -325,19 +320,11 @@ def load_params(path, abstract_model: nnx.Module, table: KeyTable, *, dtype, mes
   mismatched = []
   for ours, ref in list(found.items()):
     if ours not in expected:
-      unexpected.append(ref.key)
+      unexpected += [r.key for r in ref.refs().values()]
       del found[ours]
       continue
-    try:
-      stored = jax.ShapeDtypeStruct(ref.shape, jnp.float32)
-      shape = tuple(jax.eval_shape(ref.layout.to_ours, stored).shape)
-    except (TypeError, ValueError):  # e.g. a reshape that the stored shape does not allow
-      shape = None
-    if shape != tuple(expected[ours].shape):
-      mismatched.append(f"{ref.key}: file {ref.shape} vs model "
-                        f"{tuple(expected[ours].shape)} (as {ours}, {ref.layout.name})")
-      del found[ours]
-  missing = [table.to_hf(k)[0] or k for k in expected if k not in found]
+    mismatched += ref.mismatches(ours, expected[ours].shape)
+  missing = _missing_keys(table, expected, found)
   if missing or unexpected or mismatched:
     lines = [f"{weights_source(path)}: cannot load"]
     lines += [f"  missing: {k}" for k in missing]
@@ -348,13 +335,24 @@ def load_params(path, abstract_model: nnx.Module, table: KeyTable, *, dtype, mes
   if mesh is not None:
     named = flat_params(sharding_lib.param_shardings(state, mesh))
     shardings = {k: v.get_value() for k, v in named.items()}
-  by_file = {}
+  by_file, fused_parts = {}, {}
   for ours, ref in found.items():
-    by_file.setdefault(ref.file, {})[ref.key] = ours
+    for part, r in ref.refs().items():
+      by_file.setdefault(r.file, {})[r.key] = ours, part
   for file, keys in by_file.items():
     for key, tensor in read_tensors(file, list(keys)):
-      ours = keys[key]
-      tensor = found[ours].layout.to_ours(tensor).astype(dtype)
+      ours, part = keys[key]
+      layout = found[ours].layout
+      if part is None:
+        tensor = layout.to_ours(tensor)
+      else:  # a fused parameter is joined once all its parts are read (they may span shards)
+        parts = fused_parts.setdefault(ours, {})
+        parts[part] = tensor
+        if len(parts) < len(layout.parts):
+          continue
+        del fused_parts[ours]
+        tensor = layout.to_ours([parts[p] for p in layout.parts])
+      tensor = tensor.astype(dtype)
       if ours in shardings:
         tensor = jax.device_put(tensor, shardings[ours])
       expected[ours].set_value(tensor)
@@ -376,10 +374,12 @@ def save_params(model: nnx.Module, hf_config: dict, path, table: KeyTable,
   path.mkdir(parents=True, exist_ok=True)
   tensors = {}
   for key, var in flat_params(nnx.state(model, nnx.Param)).items():
-    hf_key, layout = table.to_hf(key)
-    if hf_key is None:
+    hf_keys, layout = table.to_hf(key)
+    if not hf_keys:
       raise ValueError(f"parameter {key} has no Hugging Face name in the key table")
-    value = layout.to_hf(jax.device_get(var.get_value()))
-    tensors[hf_key] = jnp.asarray(np.ascontiguousarray(value))
+    value = jax.device_get(var.get_value())
+    values = layout.to_hf(value) if isinstance(layout, Fused) else [layout.to_hf(value)]
+    for hf_key, part in zip(hf_keys, values):
+      tensors[hf_key] = jnp.asarray(np.ascontiguousarray(part))
   write_safetensors(tensors, path, max_shard_bytes)
   (path / CONFIG_FILE).write_text(json.dumps(hf_config, indent=2) + os.linesep)

@@ -14,7 +14,7 @@ import pytest
 
 from launch_server import LaunchServer
 from lib import memory_plan
-from lib.model_setup import model_block
+from lib.config_blocks import model_block, plan_block
 
 pytestmark = pytest.mark.long_module(45)   # scheduled first: tests/conftest.py
 
@@ -38,7 +38,7 @@ def _config(preset="qwen3-tiny", overrides=None, fsdp=1, dtype="float32", **plan
   c.model = model_block(preset=preset, overrides=overrides or {}, dtype=dtype)
   c.mesh = dict(data=1, fsdp=fsdp)
   c.optim = dict(ADAMW)
-  c.plan = memory_plan.plan_block(**plan)
+  c.plan = plan_block(**plan)
   return c
 
 
@@ -186,7 +186,7 @@ def test_wm_train_scale_arg():
 
 def test_bad_plan_blocks_are_refused():
   with pytest.raises(KeyError, match="no fields"):
-    memory_plan.plan_block(rowz=3)
+    plan_block(rowz=3)
   with pytest.raises(ValueError, match="unknown plan.trainer"):
     memory_plan.compute(_config(trainer="ppo"), compile_step=False)
   with pytest.raises(ValueError, match="multiple of micro_rows"):
@@ -219,7 +219,7 @@ def test_check_before_run_passes_unknown_memory_and_can_be_switched_off(capsys):
 
 
 # Experiments that train a model (each config of theirs must plan; tests/experiments covers them).
-TRAINING_EXPERIMENTS = {"train_sft", "train_grpo", "train_opsd", "quickstart", "gencoord/learned",
+TRAINING_EXPERIMENTS = {"train_sft", "train_grpo", "train_opsd", "gencoord/learned",
                         "conpact/train", "conpact/study", "wm/train", "wm/demo", "wm/study"}
 
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from lib import model_setup, models
+from lib import config_blocks, model_setup, models
 
 SMALL = {"num_layers": 1, "hidden_size": 32, "intermediate_size": 64, "num_heads": 2,
          "num_kv_heads": 1, "head_dim": 16}
@@ -15,14 +15,14 @@ def _params(model):
 
 
 def test_model_block_fills_defaults_and_rejects_unknown_fields():
-  block = model_setup.model_block(checkpoint="some/dir")
+  block = config_blocks.model_block(checkpoint="some/dir")
   assert block == {"checkpoint": "some/dir", "preset": "qwen3-tiny", "overrides": {},
                    "dtype": "float32", "vocab_size": 384, "remat": "none"}
   with pytest.raises(KeyError,
                      match="valid: checkpoint, preset, overrides, dtype, vocab_size, remat"):
-    model_setup.model_block(hidden=32)
+    config_blocks.model_block(hidden=32)
   with pytest.raises(ValueError, match="unknown remat policy 'al'; valid: none, full, dots"):
-    model_setup.model_block(remat="al")
+    config_blocks.model_block(remat="al")
   model, _, _ = model_setup.build_model({**block, "checkpoint": "", "remat": "full"}, seed=0)
   assert model.remat == "full"
   assert model_setup.compute_dtype(block) is None
@@ -30,7 +30,7 @@ def test_model_block_fills_defaults_and_rejects_unknown_fields():
 
 
 def test_preset_path_is_seeded_and_takes_the_tokenizers_vocabulary(tmp_path):
-  block = model_setup.model_block(overrides=SMALL, vocab_size=300)
+  block = config_blocks.model_block(overrides=SMALL, vocab_size=300)
   a, config, tok = model_setup.build_model(block, seed=3)
   b, _, _ = model_setup.build_model(block, seed=3)
   c, _, _ = model_setup.build_model(block, seed=4)
@@ -50,14 +50,14 @@ def test_preset_path_is_seeded_and_takes_the_tokenizers_vocabulary(tmp_path):
 
 def test_checkpoint_path_loads_weights_and_tokenizer(tmp_path):
   texts = ["You pick up the egg. The fridge is open."] * 8
-  block = model_setup.model_block(overrides=SMALL, vocab_size=300)
+  block = config_blocks.model_block(overrides=SMALL, vocab_size=300)
   model, config, tok = model_setup.build_model(block, seed=1, tokenizer_texts=texts,
                                                tokenizer_dir=str(tmp_path / "tok"))
   ckpt = tmp_path / "ckpt"
   models.save_pretrained(model, config, str(ckpt))
   tok.save_pretrained(str(ckpt))
   # The preset fields are ignored once a checkpoint is named.
-  named = model_setup.model_block(checkpoint=str(ckpt), overrides={"num_layers": 7})
+  named = config_blocks.model_block(checkpoint=str(ckpt), overrides={"num_layers": 7})
   loaded, loaded_config, loaded_tok = model_setup.build_model(named, seed=99)
   assert loaded_config.num_layers == 1 and loaded_config.vocab_size == len(tok)
   assert loaded_tok.get_vocab() == tok.get_vocab()
@@ -72,4 +72,4 @@ def test_checkpoint_path_loads_weights_and_tokenizer(tmp_path):
   assert model_setup.build_model({"checkpoint": str(ckpt)}, seed=0)[2] is None
   with pytest.raises(FileNotFoundError, match=r"^model.checkpoint '.*nowhere' is not a local "
                                               r"Hugging Face directory \(no config.json there\)$"):
-    model_setup.build_model(model_setup.model_block(checkpoint=str(tmp_path / "nowhere")), seed=0)
+    model_setup.build_model(config_blocks.model_block(checkpoint=str(tmp_path / "nowhere")), seed=0)

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from lib import model_setup, roofline
-from lib.models.qwen3_5.config import FULL, LINEAR, preset as qwen3_5_preset
+from lib import config_blocks, model_setup, roofline
+from lib.models import preset
+from lib.models.qwen3_5.config import FULL, LINEAR
 from lib.models.qwen3_5.model import Qwen35
 
 MIB = 2**20
@@ -77,7 +78,7 @@ def test_probe_reads_the_config_block():
 
 
 def _qwen3_tiny():
-  model, cfg, _ = model_setup.build_model(model_setup.model_block(preset="qwen3-tiny"), seed=0)
+  model, cfg, _ = model_setup.build_model(config_blocks.model_block(preset="qwen3-tiny"), seed=0)
   return model, cfg
 
 
@@ -99,14 +100,14 @@ def test_decode_bytes_qwen3_tiny_by_hand():
 
 
 def test_decode_bytes_tied_head_reads_the_whole_table():
-  model, cfg, _ = model_setup.build_model(model_setup.model_block(preset="qwen2-tiny"), seed=0)
+  model, cfg, _ = model_setup.build_model(config_blocks.model_block(preset="qwen2-tiny"), seed=0)
   assert cfg.tie_word_embeddings
   got = roofline.decode_bytes(model, cfg, batch=2, prompt_len=4, new_tokens=2)
   assert got["weight_bytes"] == 4 * _nnx_param_count(model) == 4 * cfg.num_params()
 
 
 def test_decode_bytes_qwen3_5_counts_recurrent_state_whole():
-  cfg = qwen3_5_preset("qwen3.5-tiny")
+  cfg = preset("qwen3.5-tiny")
   assert cfg.layer_types == (LINEAR, FULL, LINEAR, FULL)
   model = nnx.eval_shape(lambda: Qwen35(cfg, rngs=nnx.Rngs(0)))   # abstract: shapes only
   batch = 2

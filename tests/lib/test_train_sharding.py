@@ -2,9 +2,10 @@
 equal the single-device update, in float32 (SFT and GRPO: loss and gradient norm rtol 1e-5,
 parameters within 1e-2 x lr) and with bfloat16 compute and per-layer rematerialisation, as the
 paper-scale configs run (all three: loss and gradient norm rtol 1e-2, parameters within 0.1 x lr
-on average; OPSD through the trainers' mesh path `lib.train_loop.create_state` + `rl_step_fn`).
-XLA's device count is fixed at start-up, so the comparison runs in a child process (this file run
-as a script) with --xla_force_host_platform_device_count=8 added to XLA_FLAGS.
+on average; OPSD through the trainers' mesh path `lib.train_loop.create_state` +
+`OPSDTrainer.mesh_step_fn`). XLA's device count is fixed at start-up, so the comparison runs in
+a child process (this file run as a script) with --xla_force_host_platform_device_count=8 added
+to XLA_FLAGS.
 """
 import os
 import subprocess
@@ -139,7 +140,7 @@ def _child():
   s1, m1 = jax.jit(step)(fresh(), teacher, batch)
   state, state_sh = train_loop.create_state(jax.tree.map(jnp.copy, params), tx, mesh)
   sharded_teacher = jax.device_put(teacher, state_sh.params)
-  step8 = train_loop.rl_step_fn("opsd", bf16_fn, tx, ocfg, 16, mesh, state_sh, state_sh.params)
+  step8 = opsd.OPSDTrainer.mesh_step_fn(bf16_fn, tx, ocfg, 16, mesh, state_sh, state_sh.params)
   _compare_bf16("opsd", (s1, m1), step8(state, sharded_teacher, batch))
 
 

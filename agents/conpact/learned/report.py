@@ -61,7 +61,7 @@ def write(config, workdir, stages, data, base, online_dir, tables) -> dict:
   Args:
     config: the study config.
     workdir: the study's run directory.
-    stages: the `Stages` of the run (timings).
+    stages: the `lib.stages.Stages` of the run (timings).
     data: the data stage's result (per row set: path, rows, noisy, wrong).
     base: role -> its base training report.
     online_dir: the online conpact/eval workdir.

@@ -137,6 +137,34 @@ def _plots(workdir, train_reports, rows_by, specs, timing, debug) -> list:
   return out
 
 
+_SHOWN = 4        # template-bindings named per validation row (all are in validation.jsonl)
+
+
+def validation_table(train_reports) -> list:
+  """One row per validation of each model: step, exact-match rates, and the template-bindings
+  not yet exact with the commitment field their first wrong token writes (the diagnosis)."""
+  out = []
+  for name, rep in train_reports.items():
+    for v in rep.get("validation", []):
+      fields: dict = {}
+      for key, errs in v["errors"].items():          # template/binding/stage/r<view>
+        template, binding, where = key.split("/", 2)
+        per = fields.setdefault(f"{template}/{binding}", {})
+        for field, n in errs.items():
+          per[f"{where}:{field}"] = per.get(f"{where}:{field}", 0) + n
+      # The least-learned bindings first, each with its most frequent first wrong field.
+      worst = sorted(fields, key=lambda k: (v["per_binding"][k], k))
+      missing = "; ".join(
+          f"{k} {100 * v['per_binding'][k]:.0f}% ({max(fields[k], key=fields[k].get)})"
+          for k in worst[:_SHOWN])
+      if len(worst) > _SHOWN:
+        missing += f"; +{len(worst) - _SHOWN} more"
+      out.append({"model": name, "step": v["step"], "row_exact_%": 100 * v["row_exact"],
+                  "cluster_exact_%": 100 * v["cluster_exact"], "stop": v["stop"],
+                  "not_exact (first wrong field)": missing or "-"})
+  return out
+
+
 def write(config, workdir, rows, specs, eps, train_reports, timing, throughput, run_info,
           writer) -> dict:
   """Writes summary.json / summary.md, the PNG figures and TensorBoard scalars of a run.
@@ -167,16 +195,22 @@ def write(config, workdir, rows, specs, eps, train_reports, timing, throughput, 
   train_table = [{"model": k, **{f: v[f] for f in ("rows", "epochs", "batch", "steps",
                                                     "train_tokens", "params", "seq_len",
                                                     "mean_prompt_tokens", "mean_target_tokens")},
+                  "budget_steps": v.get("budget_steps", v["steps"]),
                   "final_loss": v["history"][-1][1] if v["history"] else float("nan"),
                   "train_wall_s": v["wall_s"], "train_cpu_s": v["cpu_s"]}
                  for k, v in train_reports.items()]
   n_clusters = len(suites.clusters(eps))
   notes = (f"Suite `{config.eval.suite}`: {n_clusters} semantic clusters x 2 role views x "
-           f"{len(config.seeds)} seed(s). Greedy decoding, outputs capped at 256 tokens. "
+           f"{len(config.seeds)} seed(s) {list(config.seeds)}. Greedy decoding, outputs capped "
+           f"at 256 tokens. "
            f"Run wall {run_info['wall_s']:.0f} s, process CPU {run_info['cpu_s']:.0f} s "
            f"(data + tokenizer {run_info['data_tokenizer_s']:.1f} s, vocabulary "
            f"{run_info['vocab']}). {metrics.CONDITION_COLUMNS} `input_tok` / `output_tok` are "
            f"model tokens per episode.\n\n## Training\n\n" + markdown_table(train_table))
+  validation_rows = validation_table(train_reports)
+  if validation_rows:
+    notes += ("\n## Validation (forward `intervention` split, teacher-forced greedy exact match)"
+              "\n\n" + markdown_table(validation_rows))
   if paired:
     notes += "\n## Paired differences (cluster bootstrap)\n\n" + markdown_table(paired)
   seeds = per_seed(rows_by, specs)
@@ -185,7 +219,7 @@ def write(config, workdir, rows, specs, eps, train_reports, timing, throughput, 
   counterfactual = [s["name"] for s in specs if s.get("condition") == "counterfactual"]
   summary = {"suite": config.eval.suite, "clusters": n_clusters, "table": table,
              "paired": paired, "training": train_table, "run": run_info,
-             "figures": figures, "per_seed": seeds}
+             "figures": figures, "per_seed": seeds, "validation": validation_rows}
   if counterfactual:
     fidelity = metrics.field_fidelity(rows_by[counterfactual[0]], eps)
     summary["field_fidelity"] = fidelity

@@ -4,8 +4,8 @@ It is `lib.tokenizer.train_tokenizer` (same special tokens, ChatML template, Hug
 exact byte round trip) with one change: the pre-tokenizer. GPT-2's word regex cuts
 `item=oak_planks,` into five pieces before BPE can merge anything, so a Short DSL task costs
 ~15 tokens. Here pieces end at a DSL/JSON delimiter instead (`resource.obtain(`, `q=4,`,
-`item=oak_planks)`), so BPE learns argument groups as tokens and a commitment costs ~15
-tokens in all, while any string still encodes through the 256 byte symbols.
+`item=oak_planks)`), so BPE learns argument groups as tokens, while any string still encodes
+through the 256 byte symbols. Codebook ids (bindings) are pieces of their own (see SPLIT).
 """
 from typing import Iterable
 
@@ -14,9 +14,19 @@ import transformers
 from lib import tokenizer as tokenizer_lib
 
 _DELIMS = r"(),:{}\[\]|"
-# A piece is an optional leading space, then non-space non-delimiters closed by one delimiter;
-# or such a run without a delimiter; or whitespace.
-SPLIT = rf" ?[^\s{_DELIMS}]*[{_DELIMS}]| ?[^\s{_DELIMS}]+|\s+"
+# A codebook id (a binding, SELF, REQ: an upper-case word of 3+ characters) is a piece of its own
+# with nothing attached, so one token stands for it wherever it occurs: in the observation
+# (`"active_binding":"SITE_B"`), the structure (`SITE_B:S0`), the codebook, the incoming request
+# and the answer (`bind=SITE_B,`). Glued to its neighbours it was five different tokens
+# (`"SITE_B",`, ` SITE_B:`, `SITE_B,`, `bind=SITE_B,`, ...) whose link a tiny model learns one
+# template at a time: before this split, from-scratch models copied the wrong `bind=` in the
+# request of Build Site, Chest A/B and Dual Build for whole template-bindings at a time
+# (configs/gencoord/README.md, the validation diagnosis).
+_ID = r"\b[A-Z][A-Z0-9_]{2,}\b"
+_CHAR = rf"(?:(?!{_ID})[^\s{_DELIMS}])"
+# A piece is a codebook id; or an optional leading space, then non-space non-delimiters closed
+# by one delimiter; or such a run without a delimiter; or whitespace.
+SPLIT = rf"{_ID}| ?{_CHAR}*[{_DELIMS}]| ?{_CHAR}+|\s+"
 
 
 def train_dsl_tokenizer(texts: Iterable[str], vocab_size: int, path

@@ -14,11 +14,11 @@ import jax
 import numpy as np
 from flax import nnx
 
-from lib import model_setup, optim, sft_batches, sft_loop, train_loop
-from lib.train_state import nnx_apply_fn
+from lib import optim, sft_batches, sft_loop, train_loop
 
 
-def train_sft(arrays: dict, tokenizer, config, workdir: str, seed: int, tag: str = "sft"):
+def train_sft(arrays: dict, tokenizer, config, workdir: str, seed: int, tag: str = "sft",
+              early_stopping=None):
   """Trains `config.model` on `arrays` (see sft_rows.encode_rows).
 
   Args:
@@ -28,27 +28,30 @@ def train_sft(arrays: dict, tokenizer, config, workdir: str, seed: int, tag: str
     workdir: checkpoints (<workdir>/ckpt) and TensorBoard events of this model.
     seed: initialisation and data-order seed.
     tag: TensorBoard tag prefix.
+    early_stopping: an `agents.gencoord.learned.validation.EarlyStopping`, or None (train the
+      whole budget).
   Returns:
     (model, model_config, report); report: steps, rows, epochs, batch, train_tokens (prompt +
     target + EOS occurrences), wall_s, cpu_s, history [(step, loss)], resumed_from, params.
   """
   c = config.train
-  model, mcfg, _ = model_setup.build_model(config.model, seed=seed, tokenizer=tokenizer)
   n = arrays["input_ids"].shape[0]
   total = sft_batches.steps_per_epoch(n, c.batch) * c.epochs
   tx = optim.adamw(lr=c.lr, total_steps=total, warmup_frac=c.warmup_frac,
                    weight_decay=c.weight_decay, clip_norm=c.clip_norm)
-  apply_fn, params = nnx_apply_fn(model, compute_dtype=model_setup.compute_dtype(config.model))
-  mesh = train_loop.make_mesh(config)      # config.mesh (scale=paper): FSDP over its devices
-  state, state_sh = train_loop.create_state(params, tx, mesh)
+  # config.mesh (scale=paper): the state in FSDP shards over its devices
+  model, apply_fn, state, mesh, state_sh = train_loop.setup(config, tx, seed, tokenizer=tokenizer)
   run = sft_loop.train(apply_fn, state, tx,
                        sft_batches.epoch_batches(arrays, c.batch, seed), total, workdir,
                        mesh=mesh, state_sharding=state_sh,
                        target_window=arrays["target_window"], log_every=c.log_every,
-                       ckpt_every=c.ckpt_every, max_to_keep=2, prefix=f"{tag}/")
+                       ckpt_every=c.ckpt_every, max_to_keep=2, prefix=f"{tag}/",
+                       validate=early_stopping and early_stopping.bind(apply_fn),
+                       validate_every=early_stopping.every if early_stopping else 0)
   nnx.update(model, run.state.params)
-  report = {"steps": total, "rows": n, "epochs": c.epochs, "batch": c.batch,
+  report = {"steps": run.steps, "budget_steps": total, "rows": n, "epochs": c.epochs,
+            "batch": c.batch, "stopped_early": run.steps < total,
             "train_tokens": run.train_tokens, "wall_s": run.wall_s, "cpu_s": run.cpu_s,
             "history": run.history, "resumed_from": run.resumed_from,
             "params": int(sum(np.size(x) for x in jax.tree.leaves(run.state.params)))}
-  return model, mcfg, report
+  return model, model.config, report

@@ -168,6 +168,7 @@ def _qwen3(**kw) -> QwenConfig:
 
 # Real sizes follow the released config.json files on the Hugging Face Hub (Qwen/<name>); the tiny
 # ones exist for tests and benchmarks.
+# Looked up through `lib.models.preset`, one table with the other family's (lib/models/presets.py).
 PRESETS: dict[str, QwenConfig] = {
     "qwen2.5-0.5b": _qwen2(vocab_size=151936, hidden_size=896, intermediate_size=4864, num_layers=24,
                            num_heads=14, num_kv_heads=2, head_dim=64, tie_word_embeddings=True),
@@ -206,18 +207,3 @@ PRESETS: dict[str, QwenConfig] = {
     "qwen3-20m": _qwen3(vocab_size=8192, hidden_size=384, intermediate_size=1152, num_layers=8,
                         num_heads=6, num_kv_heads=2, head_dim=64, tie_word_embeddings=False),
 }
-
-
-def preset(name: str, **overrides) -> QwenConfig:
-  """A named config, optionally with fields replaced: `preset("qwen3-tiny", vocab_size=300)`.
-
-  Args:
-    name: a key of PRESETS.
-    **overrides: config fields to replace.
-
-  Returns:
-    The config; a KeyError lists the valid names.
-  """
-  if name not in PRESETS:
-    raise KeyError(f"unknown preset {name!r}; valid: {', '.join(sorted(PRESETS))}")
-  return PRESETS[name].replace(**overrides)

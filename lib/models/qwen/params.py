@@ -1,8 +1,10 @@
 """Hugging Face safetensors <-> Qwen2/Qwen2.5/Qwen3 parameters: one key table used both ways.
 
 Load: `nnx.eval_shape` builds the model without allocating -> `lib.models.safetensors_io` maps every
-tensor of `model.safetensors` (or of a sharded index) through `TABLE`, transposing torch's
-`Linear.weight` [out, in] into our kernels [in, out], checks shapes, casts -> `nnx.merge`.
+tensor of `model.safetensors` (or of a sharded index) through `key_table(config)`, transposing
+torch's `Linear.weight` [out, in] into our kernels [in, out] and joining the projections our model
+fuses (q/k/v, gate/up: `lib.models.layers.FusedDense`), checks shapes, casts -> `nnx.merge`. Saving
+splits them again, so the checkpoint keys and shapes are transformers' own.
 
 Before any tensor is read, `decoder_check` holds config.json to what the weights say (shared with
 Qwen3.5, whose model is a `Qwen` with another layer stack): `tie_word_embeddings` against the
@@ -17,23 +19,70 @@ import numpy as np
 from flax import nnx
 
 from lib.models import safetensors_io
-from lib.models.safetensors_io import AS_IS, CONFIG_FILE, TRANSPOSED, WeightsError, KeyTable
+from lib.models.attention import qkv_columns
+from lib.models.key_table import AS_IS, TRANSPOSED, Fused, KeyTable, Layout
+from lib.models.layers import MLP, group_columns, split_columns
 from lib.models.qwen.config import QwenConfig
 from lib.models.qwen.model import Qwen
+from lib.models.safetensors_io import CONFIG_FILE, WeightsError
 
-# (Hugging Face key, our parameter path, layout). `{i}` is a layer index, `{p}` a projection name.
-TABLE = KeyTable((
-    ("model.embed_tokens.weight", "embed", AS_IS),
-    ("model.layers.{i}.self_attn.{p}_proj.weight", "layers.{i}.attn.{p}_proj.kernel", TRANSPOSED),
-    ("model.layers.{i}.self_attn.{p}_proj.bias", "layers.{i}.attn.{p}_proj.bias", AS_IS),
-    ("model.layers.{i}.self_attn.{p}_norm.weight", "layers.{i}.attn.{p}_norm.scale", AS_IS),
-    ("model.layers.{i}.mlp.{p}_proj.weight", "layers.{i}.mlp.{p}_proj.kernel", TRANSPOSED),
-    ("model.layers.{i}.input_layernorm.weight", "layers.{i}.input_norm.scale", AS_IS),
-    ("model.layers.{i}.post_attention_layernorm.weight", "layers.{i}.post_attn_norm.scale",
-     AS_IS),
-    ("model.norm.weight", "final_norm.scale", AS_IS),
-    ("lm_head.weight", "lm_head.kernel", TRANSPOSED),
-))
+
+def fused_columns(parts: tuple[str, ...], part: Layout,
+                  columns: tuple[tuple[int, ...], int]) -> Fused:
+  """The layout of a `FusedDense` parameter whose parts are separate checkpoint tensors.
+
+  Args:
+    parts: the checkpoint keys' `{p}` values, in the fused columns' order, e.g. ("q", "k", "v").
+    part: each tensor's own layout (TRANSPOSED for a Linear.weight, AS_IS for a bias).
+    columns: (widths, groups) of the FusedDense (e.g. `MLP.gate_up_columns(config)`).
+  Returns:
+    A Fused layout that joins with `group_columns` and splits with `split_columns`.
+  """
+  widths, groups = columns
+  return Fused(f"{'/'.join(parts)} fused, {groups} column group(s)", parts, part,
+               join=lambda xs: group_columns(xs, groups),
+               split=lambda x: split_columns(x, widths, groups))
+
+
+def decoder_rows(config, query_width: int) -> tuple:
+  """The key-table rows both families share: embedding, softmax attention, MLP, layer norms, final
+  norm, head. Fused rows (q/k/v, gate/up) come before the generic `{p}` rows that take the rest
+  (o_proj, down_proj, the q/k norms).
+
+  Args:
+    config: a QwenConfig or Qwen35Config.
+    query_width: columns per query head of the fused q/k/v (`lib.models.attention.qkv_columns`).
+  Returns:
+    (Hugging Face key, our parameter path, layout) rows; `{i}` is a layer index, `{p}` a
+    projection name.
+  """
+  qkv = qkv_columns(config, query_width)
+  return (
+      ("model.embed_tokens.weight", "embed", AS_IS),
+      ("model.layers.{i}.self_attn.{p}_proj.weight", "layers.{i}.attn.qkv_proj.kernel",
+       fused_columns(("q", "k", "v"), TRANSPOSED, qkv)),
+      ("model.layers.{i}.self_attn.{p}_proj.bias", "layers.{i}.attn.qkv_proj.bias",
+       fused_columns(("q", "k", "v"), AS_IS, qkv)),
+      ("model.layers.{i}.self_attn.{p}_proj.weight", "layers.{i}.attn.{p}_proj.kernel", TRANSPOSED),
+      ("model.layers.{i}.self_attn.{p}_proj.bias", "layers.{i}.attn.{p}_proj.bias", AS_IS),
+      ("model.layers.{i}.self_attn.{p}_norm.weight", "layers.{i}.attn.{p}_norm.scale", AS_IS),
+      ("model.layers.{i}.mlp.{p}_proj.weight", "layers.{i}.mlp.gate_up_proj.kernel",
+       fused_columns(("gate", "up"), TRANSPOSED, MLP.gate_up_columns(config))),
+      ("model.layers.{i}.mlp.{p}_proj.weight", "layers.{i}.mlp.{p}_proj.kernel", TRANSPOSED),
+      ("model.layers.{i}.input_layernorm.weight", "layers.{i}.input_norm.scale", AS_IS),
+      ("model.layers.{i}.post_attention_layernorm.weight", "layers.{i}.post_attn_norm.scale",
+       AS_IS),
+      ("model.norm.weight", "final_norm.scale", AS_IS),
+      ("lm_head.weight", "lm_head.kernel", TRANSPOSED),
+  )
+
+
+def key_table(config: QwenConfig) -> KeyTable:
+  """The Hugging Face key table of a Qwen2/Qwen3 of `config` (`decoder_rows`, one query head =
+  head_dim columns)."""
+  return KeyTable(decoder_rows(config, config.head_dim))
+
+
 _LAYER_INDEX = re.compile(r"layers\.(\d+)\.")
 
 
@@ -93,7 +142,7 @@ def decoder_check(config, path, field_prefix: str = ""):
 
 def _backbone_keys(keys: list[str]) -> dict[str, str]:
   """Backbone-only checkpoints (e.g. Qwen3-Embedding saved as Qwen3Model) lack the "model."
-  prefix: file key -> key in TABLE's naming."""
+  prefix: file key -> key in the key table's naming."""
   bare = not any(k.startswith("model.") for k in keys)
   return {k: ("model." + k if bare and k != "lm_head.weight" else k) for k in keys}
 
@@ -112,7 +161,7 @@ def load_qwen(path, dtype="float32", mesh=None) -> tuple[Qwen, QwenConfig]:
   config, _ = safetensors_io.read_config(path, QwenConfig.from_hf)
   dtype = jnp.dtype(dtype)
   abstract = nnx.eval_shape(lambda: Qwen(config, rngs=nnx.Rngs(0), dtype=dtype))
-  model = safetensors_io.load_params(path, abstract, TABLE, dtype=dtype, mesh=mesh,
+  model = safetensors_io.load_params(path, abstract, key_table(config), dtype=dtype, mesh=mesh,
                                      rename=_backbone_keys, check=decoder_check(config, path))
   return model, config
 
@@ -127,4 +176,4 @@ def save_qwen(model: Qwen, config: QwenConfig, path, max_shard_bytes: int = 4 <<
     max_shard_bytes: shard (with an index) above this many bytes.
   """
   hf_config = config.to_hf(dtype=jnp.dtype(model.dtype).name)
-  safetensors_io.save_params(model, hf_config, path, TABLE, max_shard_bytes)
+  safetensors_io.save_params(model, hf_config, path, key_table(config), max_shard_bytes)

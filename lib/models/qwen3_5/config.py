@@ -209,6 +209,7 @@ class Qwen35Config:
 
 
 # The real size follows Qwen/Qwen3.5-0.8B's config.json (text part); tiny ones serve tests/benchmarks.
+# Looked up through `lib.models.preset`, one table with the other family's (lib/models/presets.py).
 PRESETS: dict[str, Qwen35Config] = {
     "qwen3.5-0.8b": Qwen35Config(
         vocab_size=248320, hidden_size=1024, intermediate_size=3584, num_layers=24,
@@ -232,18 +233,3 @@ PRESETS: dict[str, Qwen35Config] = {
         linear_num_value_heads=8, linear_key_head_dim=64, linear_value_head_dim=64,
         tie_word_embeddings=False, max_position_embeddings=32768),
 }
-
-
-def preset(name: str, **overrides) -> Qwen35Config:
-  """A named config, optionally with fields replaced: `preset("qwen3.5-tiny", vocab_size=300)`.
-
-  Args:
-    name: a key of PRESETS.
-    **overrides: config fields to replace.
-
-  Returns:
-    The config; a KeyError lists the valid names.
-  """
-  if name not in PRESETS:
-    raise KeyError(f"unknown preset {name!r}; valid: {', '.join(sorted(PRESETS))}")
-  return PRESETS[name].replace(**overrides)

@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from lib.models.qwen.model import Dense, sharded_param
+from lib.models.layers import COLUMNS, ROWS, Dense, FusedDense, sharded_param
 
 
 @flax.struct.dataclass
@@ -155,23 +155,19 @@ class GatedRMSNorm(nnx.Module):
 
 class GatedDeltaNet(nnx.Module):
   """Qwen3.5 linear-attention token mixer; the same layer protocol as
-  `lib.models.qwen.model.Attention`."""
+  `lib.models.attention.GroupedQueryAttention`."""
 
   def __init__(self, config, *, dtype, rngs):
     c = config
     self.num_k_heads, self.num_v_heads = c.linear_num_key_heads, c.linear_num_value_heads
     self.k_dim, self.v_dim = c.linear_key_head_dim, c.linear_value_head_dim
     self.chunk = c.deltanet_chunk
-    key_dim, value_dim = self.num_k_heads * self.k_dim, self.num_v_heads * self.v_dim
-    self.conv_dim = 2 * key_dim + value_dim
-    col, row = (None, "model"), ("model", None)
+    widths, groups = self.in_proj_columns(c)
+    self.conv_dim, value_dim = widths[0], widths[1]
     h = c.hidden_size
-    self.in_proj_qkv = Dense(h, self.conv_dim, bias=False, sharding=col, dtype=dtype, rngs=rngs)
-    self.in_proj_z = Dense(h, value_dim, bias=False, sharding=col, dtype=dtype, rngs=rngs)
-    self.in_proj_b = Dense(h, self.num_v_heads, bias=False, sharding=(None, None), dtype=dtype,
-                           rngs=rngs)
-    self.in_proj_a = Dense(h, self.num_v_heads, bias=False, sharding=(None, None), dtype=dtype,
-                           rngs=rngs)
+    # The checkpoint's in_proj_qkv, in_proj_z, in_proj_b and in_proj_a as one matmul.
+    self.in_proj = FusedDense(h, widths, groups, bias=False, sharding=COLUMNS, dtype=dtype,
+                              rngs=rngs)
     taps = c.linear_conv_kernel
     bound = taps ** -0.5  # torch Conv1d's default init range for a depthwise kernel
     self.conv_kernel = sharded_param(
@@ -181,7 +177,16 @@ class GatedDeltaNet(nnx.Module):
     self.a_log = sharded_param(jnp.log(jax.random.uniform(
         rngs.params(), (self.num_v_heads,), jnp.float32, 0.01, 16.0)).astype(dtype), (None,))
     self.norm = GatedRMSNorm(self.v_dim, c.rms_norm_eps, dtype=dtype)
-    self.out_proj = Dense(value_dim, h, bias=False, sharding=row, dtype=dtype, rngs=rngs)
+    self.out_proj = Dense(value_dim, h, bias=False, sharding=ROWS, dtype=dtype, rngs=rngs)
+
+  @staticmethod
+  def in_proj_columns(config) -> tuple[tuple[int, int, int, int], int]:
+    """(widths, groups) of `in_proj`, one block each: the conv's mixed q/k/v (2 x key dim + value
+    dim), the output gate z (value dim), then beta and the decay a (one per value head)."""
+    key_dim = config.linear_num_key_heads * config.linear_key_head_dim
+    value_dim = config.linear_num_value_heads * config.linear_value_head_dim
+    heads = config.linear_num_value_heads
+    return (2 * key_dim + value_dim, value_dim, heads, heads), 1
 
   def init_cache(self, batch, max_len, dtype) -> DeltaNetCache:
     """An empty DeltaNet cache, O(1) in the sequence length.
@@ -211,7 +216,8 @@ class GatedDeltaNet(nnx.Module):
       keep_cache = False
     else:
       keep_cache = True
-    mixed, conv_state = causal_conv(self.in_proj_qkv(x), self.conv_kernel[...], cache.conv)
+    mixed, z, beta_logit, decay_logit = self.in_proj(x)
+    mixed, conv_state = causal_conv(mixed, self.conv_kernel[...], cache.conv)
     key_dim = self.num_k_heads * self.k_dim
     q, k, v = jnp.split(mixed, [key_dim, 2 * key_dim], axis=-1)
     groups = self.num_v_heads // self.num_k_heads  # each key head serves `groups` adjacent v heads
@@ -221,14 +227,14 @@ class GatedDeltaNet(nnx.Module):
     q = l2_normalize(q.astype(jnp.float32)) * self.k_dim ** -0.5
     k = l2_normalize(k.astype(jnp.float32))
     live = mask.astype(jnp.float32)[..., None]
-    beta = jax.nn.sigmoid(self.in_proj_b(x).astype(jnp.float32)) * live
+    beta = jax.nn.sigmoid(beta_logit.astype(jnp.float32)) * live
     g = -jnp.exp(self.a_log[...].astype(jnp.float32)) * jax.nn.softplus(
-        self.in_proj_a(x).astype(jnp.float32) + self.dt_bias[...].astype(jnp.float32)) * live
+        decay_logit.astype(jnp.float32) + self.dt_bias[...].astype(jnp.float32)) * live
     if t == 1:
       out, state = delta_rule_recurrent(q, k, v, g, beta, cache.state)
     else:
       out, state = delta_rule_chunked(q, k, v, g, beta, cache.state, self.chunk)
-    z = self.in_proj_z(x).reshape(b, t, self.num_v_heads, self.v_dim)
+    z = z.reshape(b, t, self.num_v_heads, self.v_dim)
     out = self.norm(out.astype(x.dtype), z).reshape(b, t, -1)
     new_cache = DeltaNetCache(conv=conv_state.astype(cache.conv.dtype), state=state)
     return self.out_proj(out), (new_cache if keep_cache else None)

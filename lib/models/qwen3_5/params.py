@@ -14,10 +14,11 @@ import jax.numpy as jnp
 from flax import nnx
 
 from lib.models import safetensors_io
-from lib.models.qwen.params import decoder_check
+from lib.models.key_table import AS_IS, TRANSPOSED, KeyTable, Layout
+from lib.models.qwen.params import decoder_check, decoder_rows, fused_columns
 from lib.models.qwen3_5.config import Qwen35Config
+from lib.models.qwen3_5.deltanet import GatedDeltaNet
 from lib.models.qwen3_5.model import Qwen35
-from lib.models.safetensors_io import AS_IS, TRANSPOSED, KeyTable, Layout
 
 log = logging.getLogger(__name__)
 
@@ -25,26 +26,23 @@ log = logging.getLogger(__name__)
 CONV = Layout("depthwise conv", to_ours=lambda x: x.reshape(x.shape[0], x.shape[-1]).T,
               to_hf=lambda x: x.T[:, None, :])
 
-# (Hugging Face key, our parameter path, layout). `{i}` is a layer index, `{p}` a projection name.
-TABLE = KeyTable((
-    ("model.embed_tokens.weight", "embed", AS_IS),
-    ("model.layers.{i}.self_attn.{p}_proj.weight", "layers.{i}.attn.{p}_proj.kernel", TRANSPOSED),
-    ("model.layers.{i}.self_attn.{p}_proj.bias", "layers.{i}.attn.{p}_proj.bias", AS_IS),
-    ("model.layers.{i}.self_attn.{p}_norm.weight", "layers.{i}.attn.{p}_norm.scale", AS_IS),
-    ("model.layers.{i}.linear_attn.in_proj_{p}.weight", "layers.{i}.linear_attn.in_proj_{p}.kernel",
-     TRANSPOSED),
-    ("model.layers.{i}.linear_attn.conv1d.weight", "layers.{i}.linear_attn.conv_kernel", CONV),
-    ("model.layers.{i}.linear_attn.dt_bias", "layers.{i}.linear_attn.dt_bias", AS_IS),
-    ("model.layers.{i}.linear_attn.A_log", "layers.{i}.linear_attn.a_log", AS_IS),
-    ("model.layers.{i}.linear_attn.norm.weight", "layers.{i}.linear_attn.norm.scale", AS_IS),
-    ("model.layers.{i}.linear_attn.out_proj.weight", "layers.{i}.linear_attn.out_proj.kernel",
-     TRANSPOSED),
-    ("model.layers.{i}.mlp.{p}_proj.weight", "layers.{i}.mlp.{p}_proj.kernel", TRANSPOSED),
-    ("model.layers.{i}.input_layernorm.weight", "layers.{i}.input_norm.scale", AS_IS),
-    ("model.layers.{i}.post_attention_layernorm.weight", "layers.{i}.post_attn_norm.scale", AS_IS),
-    ("model.norm.weight", "final_norm.scale", AS_IS),
-    ("lm_head.weight", "lm_head.kernel", TRANSPOSED),
-))
+
+def key_table(config: Qwen35Config) -> KeyTable:
+  """The Hugging Face key table of a Qwen3.5 of `config`: the shared decoder rows plus the Gated
+  DeltaNet's, whose four input projections are one fused parameter."""
+  # Per query head the checkpoint's q_proj rows hold [query (D) | gate (D)]: 2 D query columns.
+  return KeyTable(decoder_rows(config, 2 * config.head_dim) + (
+      ("model.layers.{i}.linear_attn.in_proj_{p}.weight", "layers.{i}.linear_attn.in_proj.kernel",
+       fused_columns(("qkv", "z", "b", "a"), TRANSPOSED, GatedDeltaNet.in_proj_columns(config))),
+      ("model.layers.{i}.linear_attn.conv1d.weight", "layers.{i}.linear_attn.conv_kernel", CONV),
+      ("model.layers.{i}.linear_attn.dt_bias", "layers.{i}.linear_attn.dt_bias", AS_IS),
+      ("model.layers.{i}.linear_attn.A_log", "layers.{i}.linear_attn.a_log", AS_IS),
+      ("model.layers.{i}.linear_attn.norm.weight", "layers.{i}.linear_attn.norm.scale", AS_IS),
+      ("model.layers.{i}.linear_attn.out_proj.weight", "layers.{i}.linear_attn.out_proj.kernel",
+       TRANSPOSED),
+  ))
+
+
 _FULL_PREFIX = "model.language_model."  # the text decoder inside a full (vision + text) checkpoint
 _SKIPPED_PREFIXES = ("model.visual.", "mtp.")  # vision tower, multi-token-prediction head
 
@@ -86,7 +84,7 @@ def load_qwen3_5(path, dtype="float32", mesh=None) -> tuple[Qwen35, Qwen35Config
   dtype = jnp.dtype(dtype)
   abstract = nnx.eval_shape(lambda: Qwen35(config, rngs=nnx.Rngs(0), dtype=dtype))
   skipped = collections.Counter()
-  model = safetensors_io.load_params(path, abstract, TABLE, dtype=dtype, mesh=mesh,
+  model = safetensors_io.load_params(path, abstract, key_table(config), dtype=dtype, mesh=mesh,
                                      rename=_text_decoder_keys(skipped),
                                      check=decoder_check(config, path, field_prefix=nested))
   for prefix, count in skipped.items():
@@ -104,4 +102,4 @@ def save_qwen3_5(model: Qwen35, config: Qwen35Config, path, max_shard_bytes: int
     max_shard_bytes: shard (with an index) above this many bytes.
   """
   hf_config = config.to_hf(dtype=jnp.dtype(model.dtype).name)
-  safetensors_io.save_params(model, hf_config, path, TABLE, max_shard_bytes)
+  safetensors_io.save_params(model, hf_config, path, key_table(config), max_shard_bytes)

@@ -1,7 +1,7 @@
 """configs/conpact/study.py: the study's fixed choices and its debug shrink."""
 import numpy as np
 
-from agents.conpact import demonstrations
+from agents.conpact import demonstration_spec, demonstrations
 from configs.conpact import study
 
 
@@ -25,7 +25,7 @@ def test_study_config_fixes_noise_separates_roles_and_orders_recipes():
 def test_evaluated_tasks_are_those_whose_median_expert_solution_fits_the_cap():
   """EXPERT_ACTIONS is a measurement on the source split (the BabyAI bot), not a choice: recompute
   the medians, and check that exactly the tasks above the cap leave the evaluation."""
-  for task in demonstrations.BABYAI_TASKS:
+  for task in demonstration_spec.BABYAI_TASKS:
     med = np.median([len(demonstrations.expert_episode(task, i)[2]) for i in range(20)])
     assert (task in study.EXPERT_ACTIONS) == (med > 24), (task, med)
     if task in study.EXPERT_ACTIONS:

@@ -5,6 +5,7 @@ import minigrid  # noqa: F401
 import numpy as np
 
 from envs.minigrid import splits, text
+from envs.minigrid.limits import LIMITS
 
 
 def test_eval_instances_table():
@@ -19,7 +20,7 @@ def test_eval_instances_table():
 
 
 def test_farama_instances_are_farama_levels():
-  for task in splits.LIMITS:
+  for task in LIMITS:
     state, params = splits.instance(task, 1002)
     env = gym.make(task)
     env.reset(seed=1002)

@@ -5,6 +5,7 @@ import os
 
 import pytest
 
+from agents.conpact.learned import recipe_train
 from configs.conpact import scripted as conpact_scripted
 from configs.conpact import train as conpact_train
 from experiments.conpact import eval as conpact_eval
@@ -55,9 +56,9 @@ def test_recipe_trains_two_roles_and_the_baseline_matches_its_tokens(source, tmp
   r_dir = str(tmp_path / "r")
   r = train_exp.run(_config(f"source={src},recipe=conpact_r,rows={demos}"), r_dir)
   b_config = _config(f"recipe=baseline,rows={demos},match={r_dir}")
-  base = train_exp.plan(b_config, str(tmp_path / "b"))
+  base = recipe_train.plan(b_config, str(tmp_path / "b"))
   b_config.train.max_steps = 1  # a step cap does not cut a matched budget
-  capped = train_exp.plan(b_config, str(tmp_path / "b1"))
+  capped = recipe_train.plan(b_config, str(tmp_path / "b1"))
   with open(demos) as f:
     demo_rows = [json.loads(line) for line in f]
   for role in ("planner", "actor"):
@@ -88,17 +89,17 @@ def test_recipe_trains_two_roles_and_the_baseline_matches_its_tokens(source, tmp
 def test_bad_inputs_fail_in_one_line(source, tmp_path):
   src, demos = source
   with pytest.raises(FileNotFoundError, match="no data_stats.json"):
-    train_exp.plan(_config(f"recipe=baseline,rows={demos},match={src}"), str(tmp_path / "x"))
+    recipe_train.plan(_config(f"recipe=baseline,rows={demos},match={src}"), str(tmp_path / "x"))
   with pytest.raises(ValueError, match="needs baseline.rows"):
-    train_exp.plan(_config("recipe=baseline"), str(tmp_path / "y"))
+    recipe_train.plan(_config("recipe=baseline"), str(tmp_path / "y"))
   with pytest.raises(FileNotFoundError, match="source results"):
-    train_exp.plan(_config(f"source={tmp_path},recipe=conpact_s"), str(tmp_path / "z"))
+    recipe_train.plan(_config(f"source={tmp_path},recipe=conpact_s"), str(tmp_path / "z"))
   c = _config(f"source={src}")
   c.recipe = "conpact_q"  # past the config's own check (e.g. set by another experiment)
   with pytest.raises(ValueError, match="recipe 'conpact_q'; valid"):
-    train_exp.plan(c, str(tmp_path / "w"))
+    recipe_train.plan(c, str(tmp_path / "w"))
   with pytest.raises(FileNotFoundError, match="not a local Hugging Face directory"):
-    train_exp.plan(_config(f"source={src},planner={tmp_path}"), str(tmp_path / "v"))
+    recipe_train.plan(_config(f"source={src},planner={tmp_path}"), str(tmp_path / "v"))
 
 
 def test_config_interface():
@@ -118,7 +119,7 @@ def test_training_batches_hold_every_example_once(tmp_path):
   tok = tokenizer_lib.train_tokenizer(["abc def ghi jkl " * 20], 300, tmp_path / "tok")
   examples = [{"messages": [{"role": "user", "content": "abc " * (12 * i)}], "target": f"def {i}"}
               for i in range(7)]
-  batch_at, steps = train_exp.training_batches(examples, tok, batch=3, max_len=128, seed=0)
+  batch_at, steps = recipe_train.training_batches(examples, tok, batch=3, max_len=128, seed=0)
   assert steps == 3
   seen, widths = [], set()
   for s in range(steps):

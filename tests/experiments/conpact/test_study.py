@@ -38,7 +38,7 @@ def test_every_stage_ran_and_the_summary_is_strict_json(study):
   stages = _strict(os.path.join(d, "stages.json"))
   want = ["data", "tokenizer", "base_planner", "base_actor", "online", "source"] + \
       [f"train/{r['name']}" for r in c.recipes] + [f"eval/{r['name']}" for r in c.recipes]
-  assert list(stages) == want and all(s["done"] for s in stages.values())
+  assert list(stages) == want and all(s["status"] == "done" for s in stages.values())
   s = _strict(os.path.join(d, "summary.json"))
   assert s["debug"] is True
   conds = {(r["env"], r["condition"]) for r in s["summary"]["online"]["table"]}

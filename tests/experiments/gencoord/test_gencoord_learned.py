@@ -25,8 +25,9 @@ def _tiny(c):
 
 
 def test_quickstart_pipeline_tiny(tmp_path):
-  assert registry.EXPERIMENTS["quickstart"] == "experiments.quickstart"
   c = _tiny(quickstart.get_config("debug=True"))
+  assert c.experiment == "gencoord/learned"     # the quickstart names its pipeline directly
+  assert registry.EXPERIMENTS[c.experiment] == "experiments.gencoord.learned"
   c.debug = True                              # launch.py records the :debug arg the same way
   out = gencoord_learned.run(c, str(tmp_path))
   row = out["table"][0]

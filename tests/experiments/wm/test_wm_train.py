@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file
 
-from agents.wm import conditions, data, embedders, policy
+from agents.wm import condition_table, conditions, data, embedders, policy
 from configs.wm import train as wm_train_config
 from experiments.wm import train as wm_train
 from lib import rewards, tokenizer as tokenizer_lib
@@ -45,7 +45,7 @@ def _encode_rows(tok, texts, group):
 
 def test_configs_differ_only_in_condition_and_permutation():
   base = wm_train_config.get_config("condition=GRPO-GT").to_dict()
-  for name, cond in conditions.CONDITIONS.items():
+  for name, cond in condition_table.CONDITIONS.items():
     c = wm_train_config.get_config(f"condition={name}").to_dict()
     assert c.pop("condition") == name and c["grpo"].pop("permute_scores") == cond.permute
     # the memory plan sizes the condition's own update (BASE is planned as GRPO): its trainer,
@@ -197,13 +197,13 @@ def test_configs_resolve_and_sweep_every_condition():
       module.get_config("no_such_arg=1")
   points = []
   wm_train_config.sweep(lambda **kw: points.append(kw))
-  assert sorted(p["condition"] for p in points) == sorted(conditions.CONDITIONS)
+  assert sorted(p["condition"] for p in points) == sorted(condition_table.CONDITIONS)
   c = wm_train_config.get_config(None)
   assert grpo.GRPOConfig.from_config(c.grpo).group_size == 8
   assert opsd.OPSDConfig.from_config(c.opsd).alpha == 0.5
   demo = wm_demo_config.get_config(None)
-  assert set(demo.conditions) <= set(conditions.CONDITIONS)
+  assert set(demo.conditions) <= set(condition_table.CONDITIONS)
   assert demo.train_template.embedder.kind == "lexical" and "CPU" in demo.scale_label
   study = wm_study_config.get_config(None)
-  assert sorted(study.conditions) == sorted(conditions.CONDITIONS) and len(study.seeds) == 3
+  assert sorted(study.conditions) == sorted(condition_table.CONDITIONS) and len(study.seeds) == 3
   assert len(study.data.textworld.eval_seeds) >= 64

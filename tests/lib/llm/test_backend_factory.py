@@ -5,6 +5,7 @@ import types
 import numpy as np
 import pytest
 
+from lib import config_blocks
 from lib.llm import factory, vllm_backend
 from lib.llm.backend import BackendUnavailable, SamplingParams
 from lib.llm.guess_env import BisectPolicy
@@ -14,7 +15,7 @@ from lib.llm.scripted import NoiseModel, ScriptedBackend
 
 def test_backend_config_rejects_typos_and_unknown_kinds():
   with pytest.raises(KeyError, match="timeout_s"):
-    factory.backend_config("openai_http", timout_s=3)
+    config_blocks.backend_config("openai_http", timout_s=3)
   with pytest.raises(KeyError, match="valid: flax, openai_http, scripted, vllm"):
     factory.make_backend({"kind": "tpu_magic"})
   with pytest.raises(KeyError, match="max_batch"):
@@ -23,8 +24,8 @@ def test_backend_config_rejects_typos_and_unknown_kinds():
 
 def test_openai_and_scripted_from_config(monkeypatch):
   monkeypatch.setenv("ACCORD_FACTORY_KEY", "sk-zzz")
-  cfg = factory.backend_config("openai_http", base_url="http://127.0.0.1:9/v1", model="m",
-                               api_key_env="ACCORD_FACTORY_KEY", max_retries=1)
+  cfg = config_blocks.backend_config("openai_http", base_url="http://127.0.0.1:9/v1", model="m",
+                                     api_key_env="ACCORD_FACTORY_KEY", max_retries=1)
   b = factory.make_backend(cfg)
   assert isinstance(b, OpenAIBackend) and b.max_retries == 1 and b.model == "m"
   assert "sk-zzz" not in repr(b) and "sk-zzz" not in str(cfg)
@@ -84,7 +85,7 @@ def test_vllm_adapter_translates_requests(monkeypatch):
 
 
 def test_sectioned_config_switches_kind():
-  cfg = factory.backends_config("flax", openai_http=dict(base_url="http://127.0.0.1:7/v1"))
+  cfg = config_blocks.backends_config("flax", openai_http=dict(base_url="http://127.0.0.1:7/v1"))
   assert cfg["flax"]["model"]["preset"] == "qwen3-tiny" and cfg["vllm"]["max_model_len"] == 8192
   cfg["kind"] = "openai_http"
   b = factory.make_backend(cfg)
@@ -92,13 +93,13 @@ def test_sectioned_config_switches_kind():
   with pytest.raises(KeyError, match="outside the per-kind sections"):
     factory.make_backend({**cfg, "timeout_s": 3})
   with pytest.raises(KeyError, match="unknown backend kinds"):
-    factory.backends_config("flax", flaxx={})
+    config_blocks.backends_config("flax", flaxx={})
 
 
 def test_flax_config_takes_one_model_block(tmp_path):
-  cfg = factory.backend_config("flax", model=dict(checkpoint=str(tmp_path / "missing")))
+  cfg = config_blocks.backend_config("flax", model=dict(checkpoint=str(tmp_path / "missing")))
   assert cfg["model"]["preset"] == "qwen3-tiny" and cfg["model"]["dtype"] == "float32"
   with pytest.raises(KeyError, match="model block has no fields"):
-    factory.backend_config("flax", model=dict(chekpoint="x"))
+    config_blocks.backend_config("flax", model=dict(chekpoint="x"))
   with pytest.raises(FileNotFoundError, match="is not a local Hugging Face directory"):
     factory.make_backend(cfg)

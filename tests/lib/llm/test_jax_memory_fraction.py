@@ -7,6 +7,7 @@ import sys
 import ml_collections
 import pytest
 
+from lib import config_blocks
 from lib.llm import factory
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -17,12 +18,12 @@ def _config(**backend):
 
 
 def test_fraction_only_for_in_process_vllm_flat_or_sectioned():
-  assert factory.jax_memory_fraction(_config(**factory.backend_config("vllm"))) == 0.10
-  sectioned = factory.backends_config("vllm", vllm=dict(jax_memory_fraction=0.05))
+  assert factory.jax_memory_fraction(_config(**config_blocks.backend_config("vllm"))) == 0.10
+  sectioned = config_blocks.backends_config("vllm", vllm=dict(jax_memory_fraction=0.05))
   assert factory.jax_memory_fraction(_config(**sectioned)) == 0.05
-  assert factory.jax_memory_fraction(_config(**factory.backend_config("openai_http"))) is None
+  assert factory.jax_memory_fraction(_config(**config_blocks.backend_config("openai_http"))) is None
   assert factory.jax_memory_fraction(ml_collections.ConfigDict({"seed": 0})) is None
-  too_much = factory.backend_config("vllm", jax_memory_fraction=0.2)   # 0.2 + 0.85 >= 1
+  too_much = config_blocks.backend_config("vllm", jax_memory_fraction=0.2)   # 0.2 + 0.85 >= 1
   with pytest.raises(ValueError, match="their sum must be < 1"):
     factory.jax_memory_fraction(_config(**too_much))
 

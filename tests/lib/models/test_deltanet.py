@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 from flax import nnx
 
+from lib.models import preset
 from lib.models.qwen3_5 import deltanet
 from lib.models.qwen.model import Context
-from lib.models.qwen3_5.config import preset
 
 
 _recurrent = jax.jit(deltanet.delta_rule_recurrent)

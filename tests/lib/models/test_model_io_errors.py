@@ -11,7 +11,6 @@ import safetensors.numpy
 from flax import nnx
 
 from lib import models
-from lib.models.qwen3_5.config import preset as qwen3_5_preset
 
 
 def _save(path, config, seed=0):
@@ -87,7 +86,7 @@ def test_layer_count_must_match_the_weights(tmp_path, layers):
 
 
 def test_qwen3_5_nested_config_names_the_text_config_field(tmp_path):
-  _save(tmp_path, qwen3_5_preset("qwen3.5-tiny"))  # 4 layers
+  _save(tmp_path, models.preset("qwen3.5-tiny"))  # 4 layers
   text = json.loads((tmp_path / "config.json").read_text())
   text.pop("layer_types")  # recomputed from num_hidden_layers
   nested = {"model_type": "qwen3_5", "tie_word_embeddings": False,
@@ -99,7 +98,7 @@ def test_qwen3_5_nested_config_names_the_text_config_field(tmp_path):
 
 
 def test_qwen3_5_tied_config_refuses_a_different_lm_head(tmp_path):
-  _save(tmp_path, qwen3_5_preset("qwen3.5-tiny"))  # untied
+  _save(tmp_path, models.preset("qwen3.5-tiny"))  # untied
   _edit_config(tmp_path, tie_word_embeddings=True)
   assert "tie_word_embeddings is true" in _load_error(tmp_path)
 

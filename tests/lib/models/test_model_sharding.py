@@ -24,10 +24,10 @@ CHECK = textwrap.dedent("""
 
     mesh = models.make_mesh(data=2, model=4)
     models.shard_model(model, mesh)
-    kernel = model.layers[0].attn.q_proj.kernel[...]
+    kernel = model.layers[0].attn.qkv_proj.kernel[...]
     assert kernel.sharding.spec == jax.sharding.PartitionSpec(None, "model"), kernel.sharding
     assert len(kernel.addressable_shards) == 8
-    assert kernel.addressable_shards[0].data.shape == (32, 16)  # 64 columns over 4 model shards
+    assert kernel.addressable_shards[0].data.shape == (32, 32)  # 128 q/k/v columns over 4 shards
     sharded_ids = models.shard_batch(jnp.asarray(ids), mesh)
     sharded_mask = models.shard_batch(jnp.asarray(mask), mesh)
     logits = forward(model, sharded_ids, sharded_mask)
@@ -42,7 +42,7 @@ CHECK = textwrap.dedent("""
     with tempfile.TemporaryDirectory() as ckpt:
       models.save_pretrained(model, models.preset("qwen3-tiny"), ckpt)
       loaded, _ = models.load_pretrained(ckpt, mesh=mesh)
-    up = loaded.layers[1].mlp.up_proj.kernel[...]
+    up = loaded.layers[1].mlp.gate_up_proj.kernel[...]
     assert up.sharding.spec == jax.sharding.PartitionSpec(None, "model"), up.sharding
     np.testing.assert_allclose(np.asarray(forward(loaded, sharded_ids, sharded_mask)), ref_logits,
                                rtol=1e-4, atol=1e-3)

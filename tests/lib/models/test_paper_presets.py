@@ -6,7 +6,6 @@ import pytest
 from flax import nnx
 
 from lib import models
-from lib.models.qwen3_5.config import PRESETS as QWEN3_5_PRESETS
 
 # Published totals (Hugging Face model cards / safetensors metadata), in billions.
 PUBLISHED_B = {
@@ -32,7 +31,7 @@ def test_paper_preset_matches_published_parameter_count(name):
 
 def test_qwen3_5_0_8b_text_decoder_size():
   # The card's 0.8B includes the vision tower; the text decoder alone is 0.75B.
-  config = QWEN3_5_PRESETS["qwen3.5-0.8b"]
+  config = models.preset("qwen3.5-0.8b")
   count = _abstract_count(config)
   assert count == config.num_params()
   assert 0.70e9 < count < 0.80e9, count

@@ -11,9 +11,8 @@ CHECK = textwrap.dedent("""
     import jax, jax.numpy as jnp, numpy as np
     from flax import nnx
     from lib import models, sampling
-    from lib.models.qwen3_5.config import preset
     assert jax.device_count() == 8, jax.devices()
-    model = models.build(preset("qwen3.5-tiny", deltanet_chunk=8), rngs=nnx.Rngs(0))
+    model = models.build(models.preset("qwen3.5-tiny", deltanet_chunk=8), rngs=nnx.Rngs(0))
     # Spread the logits: the projections' 0.02 init leaves them nearly flat.
     scaled = jax.tree.map(lambda x: 8.0 * x if x.ndim == 2 else x, nnx.state(model, nnx.Param))
     nnx.update(model, scaled)
@@ -26,9 +25,9 @@ CHECK = textwrap.dedent("""
 
     mesh = models.make_mesh(data=2, model=4)
     models.shard_model(model, mesh)
-    kernel = model.layers[0].linear_attn.in_proj_qkv.kernel[...]
+    kernel = model.layers[0].linear_attn.in_proj.kernel[...]
     assert kernel.sharding.spec == jax.sharding.PartitionSpec(None, "model"), kernel.sharding
-    assert kernel.addressable_shards[0].data.shape == (32, 16)  # 64 columns over 4 model shards
+    assert kernel.addressable_shards[0].data.shape == (32, 26)  # 104 columns over 4 model shards
     logits = forward(model, models.shard_batch(jnp.asarray(ids), mesh),
                      models.shard_batch(jnp.asarray(mask), mesh))
     real = mask.astype(bool)

@@ -8,12 +8,11 @@ import pytest
 from flax import nnx
 
 from lib import models
-from lib.models.qwen3_5.config import PRESETS as QWEN3_5_PRESETS
 from lib.train_state import nnx_apply_fn, token_logprobs
 
 
 def _loss_and_grads(preset: str, policy: str):
-  config = QWEN3_5_PRESETS[preset] if preset in QWEN3_5_PRESETS else models.preset(preset)
+  config = models.preset(preset)
   model = models.set_remat(models.build(config, rngs=nnx.Rngs(0)), policy)
   apply_fn, params = nnx_apply_fn(model)
   rng = np.random.default_rng(0)

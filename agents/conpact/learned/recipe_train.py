@@ -136,17 +136,19 @@ def training_batches(examples, tok, batch: int, max_len: int, seed: int):
 
 
 def role_tokenizer(config, role: str, role_dir: str):
-  """The role's tokenizer: its checkpoint's own, or the embedded BPE (`model_setup.TINY_CORPUS`,
-  as `build_model` trains it) for a from-scratch role."""
+  """The role's tokenizer: its checkpoint's own (`model_setup.model_tokenizer` decides; a role
+  checkpoint must bring one, since the exported role is served with it), or the embedded BPE
+  (`model_setup.TINY_CORPUS`, as `build_model` trains it) for a from-scratch role."""
   checkpoint = config.roles[role]
   if not checkpoint:
     return tokenizer_lib.train_tokenizer(list(model_setup.TINY_CORPUS),
                                          int(config.model.vocab_size),
                                          os.path.join(role_dir, "tiny_tokenizer"))
   model_setup.check_checkpoint(checkpoint)
-  if not os.path.isfile(os.path.join(checkpoint, "tokenizer.json")):
+  tok = model_setup.model_tokenizer(checkpoint)
+  if tok is None:
     raise FileNotFoundError(f"roles.{role}: {checkpoint!r} has no tokenizer.json")
-  return tokenizer_lib.load_tokenizer(checkpoint)
+  return tok
 
 
 def select(config, role: str, examples: list, reference: list, match: dict | None, tok

@@ -49,7 +49,8 @@ def train_sft(arrays: dict, tokenizer, config, workdir: str, seed: int, tag: str
                        validate=early_stopping and early_stopping.bind(apply_fn),
                        validate_every=early_stopping.every if early_stopping else 0)
   nnx.update(model, run.state.params)
-  report = {"steps": run.steps, "budget_steps": total, "rows": n, "epochs": c.epochs,
+  report = {"steps": run.steps, "budget_steps": total, "rows": n,
+            "epochs": round(run.steps * c.epochs / total, 2),     # trained, not the budget
             "batch": c.batch, "stopped_early": run.steps < total,
             "train_tokens": run.train_tokens, "wall_s": run.wall_s, "cpu_s": run.cpu_s,
             "history": run.history, "resumed_from": run.resumed_from,

@@ -37,6 +37,10 @@ def get_config(arg=None):
   c.train.select = dict(split="intervention", every_epochs=1, min_epochs=1 if arg.debug else 6,
                         stop_at=1.0)
   c.train.batch = 8
+  # Contrast batches: each batch holds 4 worlds with both of their bindings (rows whose prompts
+  # differ only in the binding, agents/gencoord/learned/sft_rows.contrast_groups), so the push
+  # towards one binding from a row is cancelled by its partner in the same update.
+  c.train.batching = "contrast"
   c.train.lr = 3e-3
   # A checkpoint costs ~0.8 CPU-s here (orbax); every 480 steps (7 saves, not 56) still resumes
   # a killed run within ~1 min of training, and changes nothing in the trained model.

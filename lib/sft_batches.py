@@ -61,26 +61,47 @@ def steps_per_epoch(n_rows: int, batch: int) -> int:
   return n_rows // batch
 
 
-def epoch_batches(arrays: dict, batch: int, seed: int) -> BatchSource:
+def epoch_batches(arrays: dict, batch: int, seed: int, groups=None) -> BatchSource:
   """batch_at(step): batch `step % steps_per_epoch` of epoch `step // steps_per_epoch`, where
-  each epoch's row order is `default_rng([seed, epoch]).permutation(N)`.
+  each epoch's row order is `default_rng([seed, epoch]).permutation(N)`, or, with `groups`, a
+  permutation of the groups (same generator) with each group's rows kept together in order.
 
   Args:
     arrays: {input_ids, attention_mask, loss_mask} [N, T] (e.g. from `left_padded`).
     batch: rows per batch.
     seed: data-order seed.
+    groups: optional int [N] group id per row, every group of one size that divides `batch`:
+      each batch then holds whole groups (e.g. the contrastive pairs of
+      `agents.gencoord.learned.sft_rows.contrast_groups`).
   Returns:
     batch_at(step) -> {input_ids, attention_mask, loss_mask} int32 [batch, T].
   """
   n = arrays["input_ids"].shape[0]
   per_epoch = steps_per_epoch(n, batch)
   orders: dict[int, np.ndarray] = {}
+  members = None
+  if groups is not None:
+    groups = np.asarray(groups)
+    if groups.shape != (n,):
+      raise ValueError(f"groups has shape {groups.shape}, expected ({n},)")
+    ids = np.unique(groups)
+    members = [np.flatnonzero(groups == g) for g in ids]
+    sizes = {len(m) for m in members}
+    if len(sizes) != 1 or batch % min(sizes):
+      raise ValueError(f"groups must all have one size that divides batch {batch}; "
+                       f"sizes {sorted(sizes)}")
+
+  def order(epoch: int) -> np.ndarray:
+    rng = np.random.default_rng([seed, epoch])
+    if members is None:
+      return rng.permutation(n)
+    return np.concatenate([members[g] for g in rng.permutation(len(members))])
 
   def batch_at(step: int) -> dict:
     epoch, k = divmod(step, per_epoch)
     if epoch not in orders:
       orders.clear()            # steps run in order: one epoch's permutation is enough
-      orders[epoch] = np.random.default_rng([seed, epoch]).permutation(n)
+      orders[epoch] = order(epoch)
     idx = orders[epoch][k * batch:(k + 1) * batch]
     return {key: arrays[key][idx] for key in KEYS}
   return batch_at

@@ -24,7 +24,7 @@ def base(arg) -> ml_collections.ConfigDict:
   # Paper recipe: AdamW, cosine with 3% warm-up, weight decay 0.01, clip 1.0, effective batch
   # 16, final-step checkpoint; lr raised for a from-scratch model, epochs as each config says.
   c.train = dict(epochs=2, batch=16, lr=3e-3, warmup_frac=0.03, weight_decay=0.01,
-                 clip_norm=1.0, log_every=10, ckpt_every=60)
+                 clip_norm=1.0, log_every=10, ckpt_every=60, batching="rows")
   c.mesh = dict(data=1, fsdp=1)        # FSDP over data x fsdp devices (agents/gencoord/learned/train)
   # `--plan`: one SFT step of `train.batch` rows. Rows are left-padded to the longest: 368 tokens
   # for the embedded recipes (freeform, with the three-recipe BPE; the quickstart's direct_dsl

@@ -77,6 +77,25 @@ def _subsample(rows, max_rows, seed: int = 0):
   return out
 
 
+def _batching(config, rows):
+  """(rows, groups) for `train.batching`: "rows" (default) -> (rows, None), each epoch a
+  permutation of rows; "contrast" -> only rows with a partner, and their contrast groups
+  (`sft_rows.contrast_groups`: every batch holds each of its worlds with both bindings)."""
+  mode = config.train.get("batching", "rows")
+  if mode == "rows":
+    return rows, None
+  if mode != "contrast":
+    raise ValueError(f"train.batching={mode!r}; valid: 'rows', 'contrast'")
+  groups = sft_rows.contrast_groups(rows)
+  keep = [i for i, g in enumerate(groups) if g >= 0]
+  if not keep:
+    raise ValueError("train.batching='contrast': no row has a partner with another binding")
+  if len(keep) < len(rows):
+    logging.info("train.batching=contrast: %d of %d rows have no partner, left out",
+                 len(rows) - len(keep), len(rows))
+  return [rows[i] for i in keep], [groups[i] for i in keep]
+
+
 def _tokenizer(config, workdir, rows_by_recipe):
   own = model_setup.model_tokenizer(config.model.checkpoint)
   if own is not None:   # a real checkpoint (Qwen2/3/3.5 HF dir) brings its own vocabulary
@@ -165,10 +184,11 @@ def run(config, workdir):
     for n in names:
       recipe = training_recipes.get(n)
       mdir = os.path.join(workdir, "models", n, f"s{seed}")
-      arrays = sft_rows.encode_rows(rows_by_recipe[n], tok, recipe.surface)
+      rows, groups = _batching(config, rows_by_recipe[n])
+      arrays = sft_rows.encode_rows(rows, tok, recipe.surface)
       stopping = _early_stopping(config, n, tok, mdir, arrays["input_ids"].shape[0])
       model, mcfg, rep = train.train_sft(arrays, tok, config, mdir, seed, tag=f"sft/{n}/s{seed}",
-                                         early_stopping=stopping)
+                                         early_stopping=stopping, groups=groups)
       if stopping:
         rep["validation"] = validation.history(stopping.path)
       rep.update(seq_len=int(arrays["input_ids"].shape[1]),

@@ -37,6 +37,26 @@ def test_epoch_batches_are_seeded_permutations():
     sft_batches.steps_per_epoch(4, 8)
 
 
+def test_epoch_batches_keep_groups_together():
+  arr = sft_batches.left_padded(_examples(24), pad_id=0)
+  groups = np.arange(24) // 2                       # pairs (0, 1), (2, 3), ...
+  batch_at = sft_batches.epoch_batches(arr, 8, seed=5, groups=groups)
+  row_of = {tuple(r): i for i, r in enumerate(arr["input_ids"])}
+  for step in range(6):                             # two epochs
+    rows = [row_of[tuple(r)] for r in batch_at(step)["input_ids"]]
+    assert sorted(groups[rows].tolist()) == sorted(2 * sorted(set(groups[rows].tolist())))
+  epoch = [row_of[tuple(r)] for s in range(3) for r in batch_at(s)["input_ids"]]
+  assert sorted(epoch) == list(range(24))
+  perm = np.random.default_rng([5, 0]).permutation(12)
+  assert epoch[:8] == [i for g in perm[:4] for i in (2 * g, 2 * g + 1)]
+  with pytest.raises(ValueError, match="one size"):
+    sft_batches.epoch_batches(arr, 8, 0, groups=np.r_[np.arange(12) // 2, np.arange(12, 24)])
+  with pytest.raises(ValueError, match="one size"):
+    sft_batches.epoch_batches(arr, 8, 0, groups=np.arange(24) // 3)
+  with pytest.raises(ValueError, match="shape"):
+    sft_batches.epoch_batches(arr, 8, 0, groups=np.arange(12))
+
+
 def test_length_grouped_batches_share_one_bucket_and_sample_rows_uniformly():
   lengths = [30] * 60 + [200] * 30 + [300] * 10      # buckets 64, 256, 512
   draw = sft_batches.length_grouped(lengths)

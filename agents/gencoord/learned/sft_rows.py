@@ -22,3 +22,29 @@ def encode_rows(rows, tokenizer, surface: str, multiple: int = 16) -> dict:
                                 add_special_tokens=False),
                tokenizer.encode(r.target, add_special_tokens=False) + [eos]) for r in rows]
   return sft_batches.left_padded(examples, tokenizer.pad_token_id or 0, multiple)
+
+
+def contrast_groups(rows) -> list[int]:
+  """Group id per row: rows whose prompts differ only in the binding form one group.
+
+  Within one template, stage, role view and scale, the k-th row of every binding is one group
+  (the suites draw bindings in alternation, so every binding has equally many rows there). A
+  batch of whole groups holds each world with every binding at once: the push towards "always
+  write binding X" from one row is cancelled by its partner, and what is left of the gradient
+  is the dependence on the binding. Rows left without a partner (a subsample can leave a cell's
+  bindings with unequal counts) get -1.
+  """
+  cells: dict = {}
+  for i, r in enumerate(rows):
+    key = (r.template, r.stage, r.role_view, r.context.observation.get("scale"))
+    cells.setdefault(key, {}).setdefault(r.binding, []).append(i)
+  out = [-1] * len(rows)
+  gid = 0
+  for by_binding in cells.values():
+    if len(by_binding) < 2:
+      continue
+    for members in zip(*by_binding.values()):
+      for i in members:
+        out[i] = gid
+      gid += 1
+  return out

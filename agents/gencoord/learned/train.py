@@ -18,7 +18,7 @@ from lib import optim, sft_batches, sft_loop, train_loop
 
 
 def train_sft(arrays: dict, tokenizer, config, workdir: str, seed: int, tag: str = "sft",
-              early_stopping=None):
+              early_stopping=None, groups=None):
   """Trains `config.model` on `arrays` (see sft_rows.encode_rows).
 
   Args:
@@ -30,6 +30,7 @@ def train_sft(arrays: dict, tokenizer, config, workdir: str, seed: int, tag: str
     tag: TensorBoard tag prefix.
     early_stopping: an `agents.gencoord.learned.validation.EarlyStopping`, or None (train the
       whole budget).
+    groups: optional group id per row (`sft_rows.contrast_groups`): batches of whole groups.
   Returns:
     (model, model_config, report); report: steps, rows, epochs, batch, train_tokens (prompt +
     target + EOS occurrences), wall_s, cpu_s, history [(step, loss)], resumed_from, params.
@@ -42,7 +43,7 @@ def train_sft(arrays: dict, tokenizer, config, workdir: str, seed: int, tag: str
   # config.mesh (scale=paper): the state in FSDP shards over its devices
   model, apply_fn, state, mesh, state_sh = train_loop.setup(config, tx, seed, tokenizer=tokenizer)
   run = sft_loop.train(apply_fn, state, tx,
-                       sft_batches.epoch_batches(arrays, c.batch, seed), total, workdir,
+                       sft_batches.epoch_batches(arrays, c.batch, seed, groups), total, workdir,
                        mesh=mesh, state_sharding=state_sh,
                        target_window=arrays["target_window"], log_every=c.log_every,
                        ckpt_every=c.ckpt_every, max_to_keep=2, prefix=f"{tag}/",

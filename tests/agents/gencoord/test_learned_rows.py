@@ -45,3 +45,20 @@ def test_loss_mask_covers_exactly_target_and_eos(tmp_path):
     assert tok.decode(ids[-n:][~mask[-n:]].tolist()) == chat.prompt_text(tok, r.context)
     assert not mask[:-n].any() and int(mask.sum()) == arr["target_len"][i]
     assert mask[-arr["target_window"]:].sum() == mask.sum()      # the train step's window
+
+
+def test_contrast_groups_pair_rows_that_differ_only_in_the_binding():
+  rows = recipes.get("direct_dsl").rows()
+  groups = sft_rows.contrast_groups(rows)
+  members: dict = {}
+  for i, g in enumerate(groups):
+    members.setdefault(g, []).append(i)
+  assert -1 not in members and len(members) == len(rows) // 2
+  for a, b in list(members.values())[::97]:
+    ra, rb = rows[a], rows[b]
+    assert ra.binding != rb.binding
+    assert (ra.template, ra.stage, ra.role_view) == (rb.template, rb.stage, rb.role_view)
+    assert chat.messages(ra.context)[-1]["content"] != chat.messages(rb.context)[-1]["content"]
+    assert ra.context.observation.get("scale") == rb.context.observation.get("scale")
+  # An unpaired row (a subsample can leave one) gets -1.
+  assert sft_rows.contrast_groups(rows[:1]) == [-1]

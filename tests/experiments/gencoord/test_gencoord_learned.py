@@ -112,3 +112,19 @@ def test_per_seed_table():
   assert out["mean"] == 50.0 and abs(out["sd"] - 50.0) < 1e-9   # sample SD of 100, 50, 0
   one = report.per_seed({"dsl": rows[:2]}, [{"name": "dsl"}])[0]
   assert one["mean"] == 100.0 and one["sd"] != one["sd"]          # NaN with one seed
+
+
+def test_contrast_batching_keeps_paired_rows_and_rejects_unknown_modes():
+  from agents.gencoord.learned import training_recipes
+  config = quickstart.get_config("debug=True")
+  every = training_recipes.get("direct_dsl").rows()
+  rows = every[:64]
+  assert gencoord_learned._batching(config, rows) == (rows, None)
+  config.train.batching = "contrast"
+  kept, groups = gencoord_learned._batching(config, rows + every[64:65])
+  assert len(kept) == 64 and len(groups) == 64 and every[64] not in kept
+  assert sorted(groups) == sorted(2 * sorted(set(groups)))
+  assert {r.binding for r in kept} == {r.binding for r in rows}
+  config.train.batching = "stratified"
+  with pytest.raises(ValueError, match="valid: 'rows', 'contrast'"):
+    gencoord_learned._batching(config, rows)

@@ -5,9 +5,9 @@ python launch.py --config=configs/quickstart.py:debug=True --workdir=runs/quicks
 python launch.py --config=configs/quickstart.py:seed=3 --workdir=runs/quickstart_s3
 
 Writes the 1,920 validated supervision rows, trains a byte-level BPE on them, trains a tiny
-Qwen3 (2 layers, d=128) with target-only SFT (at most 20 epochs at batch 8, stopped on the
-validation split), then runs the 128 held-out semantic clusters (both role views) closed loop
-in the simulated Minecraft workcell with batched greedy decoding.
+Qwen3 (2 layers, d=128) with target-only SFT (contrast batches of 8, at most 20 epochs, stopped
+on the validation split), then runs the 128 held-out semantic clusters (both role views) closed
+loop in the simulated Minecraft workcell with batched greedy decoding.
 summary.md: success with cluster-bootstrap CI and Clopper-Pearson, raw validity, calls, tokens,
 wire bytes, warm batch-1 TTC p50/p95, batched episodes/s; PNG plots; TensorBoard under tb/.
 """
@@ -25,21 +25,20 @@ def get_config(arg=None):
   c.title = "Quickstart: Direct Short DSL, tiny Qwen3 trained from scratch (held-out clusters)"
   c.seed = arg.seed
   # From scratch a 0.5M-parameter model needs many more updates than the paper's fine-tune
-  # (2 epochs, 240 steps at batch 16, lr 1e-5), and whole template-bindings are learned at
-  # once, at an epoch that varies with the seed and the float rounding. So the budget is a
-  # ceiling (20 epochs at batch 8, 4,800 steps) and the stop is read off the validation split:
-  # the forward `intervention` clusters (worlds disjoint from train and held-out), scored by
-  # teacher-forced greedy exact match after every epoch; from epoch 6 on, the first epoch at
-  # which every validation cluster is exact ends training (agents/gencoord/learned/validation).
-  # The rule was fixed before the robustness runs (configs/gencoord/README.md) and never
-  # looks at a held-out cluster.
+  # (2 epochs, 240 steps at batch 16, lr 1e-5). The budget is a ceiling (20 epochs at batch 8,
+  # 4,800 steps) and the stop is read off the validation split: the forward `intervention`
+  # clusters, scored by teacher-forced greedy exact match after every epoch; from epoch 6 on, the
+  # first epoch at which every validation cluster is exact ends training
+  # (agents/gencoord/learned/validation.py). The rule never looks at a held-out cluster; why the
+  # splits' prompts coincide and what that means: configs/gencoord/README.md.
   c.train.epochs = 1 if arg.debug else 20
   c.train.select = dict(split="intervention", every_epochs=1, min_epochs=1 if arg.debug else 6,
                         stop_at=1.0)
   c.train.batch = 8
-  # Contrast batches: each batch holds 4 worlds with both of their bindings (rows whose prompts
-  # differ only in the binding, agents/gencoord/learned/sft_rows.contrast_groups), so the push
-  # towards one binding from a row is cancelled by its partner in the same update.
+  # Contrast batches: each batch of 8 holds 2 worlds, each with both bindings and both role
+  # views (rows whose prompts differ only there, agents/gencoord/learned/sft_rows
+  # .contrast_groups), so the push towards one binding or one peer from a row is cancelled by
+  # its partners in the same update.
   c.train.batching = "contrast"
   c.train.lr = 3e-3
   # A checkpoint costs ~0.8 CPU-s here (orbax); every 480 steps (7 saves, not 56) still resumes

@@ -25,25 +25,27 @@ def encode_rows(rows, tokenizer, surface: str, multiple: int = 16) -> dict:
 
 
 def contrast_groups(rows) -> list[int]:
-  """Group id per row: rows whose prompts differ only in the binding form one group.
+  """Group id per row: the rows of one world that differ only in binding and role view.
 
-  Within one template, stage, role view and scale, the k-th row of every binding is one group
-  (the suites draw bindings in alternation, so every binding has equally many rows there). A
-  batch of whole groups holds each world with every binding at once: the push towards "always
-  write binding X" from one row is cancelled by its partner, and what is left of the gradient
-  is the dependence on the binding. Rows left without a partner (a subsample can leave a cell's
-  bindings with unequal counts) get -1.
+  Within one template, stage and scale, the k-th row of every (binding, role view) pair is one
+  group (the suites draw bindings in alternation and give every cluster both role views, so the
+  pairs have equally many rows there): 4 rows for the two-binding templates. A batch of whole
+  groups holds each world with every binding and both role views at once, so the push towards
+  "always write binding X" or "always send to agent_b" from one row is cancelled by its
+  partners in the same update, and what is left of the gradient is the dependence on the
+  binding and on the role. Rows without a full group (a subsample can leave the pairs of a cell
+  with unequal counts) get -1.
   """
   cells: dict = {}
   for i, r in enumerate(rows):
-    key = (r.template, r.stage, r.role_view, r.context.observation.get("scale"))
-    cells.setdefault(key, {}).setdefault(r.binding, []).append(i)
+    key = (r.template, r.stage, r.context.observation.get("scale"))
+    cells.setdefault(key, {}).setdefault((r.binding, r.role_view), []).append(i)
   out = [-1] * len(rows)
   gid = 0
-  for by_binding in cells.values():
-    if len(by_binding) < 2:
+  for by_pair in cells.values():
+    if len({b for b, _ in by_pair}) < 2 or len({v for _, v in by_pair}) < 2:
       continue
-    for members in zip(*by_binding.values()):
+    for members in zip(*by_pair.values()):
       for i in members:
         out[i] = gid
       gid += 1

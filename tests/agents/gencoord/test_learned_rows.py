@@ -47,18 +47,17 @@ def test_loss_mask_covers_exactly_target_and_eos(tmp_path):
     assert mask[-arr["target_window"]:].sum() == mask.sum()      # the train step's window
 
 
-def test_contrast_groups_pair_rows_that_differ_only_in_the_binding():
+def test_contrast_groups_hold_one_world_with_every_binding_and_role_view():
   rows = recipes.get("direct_dsl").rows()
   groups = sft_rows.contrast_groups(rows)
   members: dict = {}
   for i, g in enumerate(groups):
     members.setdefault(g, []).append(i)
-  assert -1 not in members and len(members) == len(rows) // 2
-  for a, b in list(members.values())[::97]:
-    ra, rb = rows[a], rows[b]
-    assert ra.binding != rb.binding
-    assert (ra.template, ra.stage, ra.role_view) == (rb.template, rb.stage, rb.role_view)
-    assert chat.messages(ra.context)[-1]["content"] != chat.messages(rb.context)[-1]["content"]
-    assert ra.context.observation.get("scale") == rb.context.observation.get("scale")
-  # An unpaired row (a subsample can leave one) gets -1.
+  assert -1 not in members and len(members) == len(rows) // 4
+  for group in list(members.values())[::97]:
+    rs = [rows[i] for i in group]
+    assert len({(r.binding, r.role_view) for r in rs}) == 4
+    assert len({(r.template, r.stage, r.context.observation.get("scale")) for r in rs}) == 1
+    assert len({chat.messages(r.context)[-1]["content"] for r in rs}) == 4
+  # A row without a full group (a subsample can leave one) gets -1.
   assert sft_rows.contrast_groups(rows[:1]) == [-1]

@@ -123,7 +123,7 @@ def test_contrast_batching_keeps_paired_rows_and_rejects_unknown_modes():
   config.train.batching = "contrast"
   kept, groups = gencoord_learned._batching(config, rows + every[64:65])
   assert len(kept) == 64 and len(groups) == 64 and every[64] not in kept
-  assert sorted(groups) == sorted(2 * sorted(set(groups)))
+  assert sorted(groups) == sorted(4 * sorted(set(groups)))
   assert {r.binding for r in kept} == {r.binding for r in rows}
   config.train.batching = "stratified"
   with pytest.raises(ValueError, match="valid: 'rows', 'contrast'"):

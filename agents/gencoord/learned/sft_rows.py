@@ -33,8 +33,8 @@ def contrast_groups(rows) -> list[int]:
   groups holds each world with every binding and both role views at once, so the push towards
   "always write binding X" or "always send to agent_b" from one row is cancelled by its
   partners in the same update, and what is left of the gradient is the dependence on the
-  binding and on the role. Rows without a full group (a subsample can leave the pairs of a cell
-  with unequal counts) get -1.
+  binding and on the role. Rows without a full group (a subsample can leave a cell with a
+  (binding, role view) pair missing or with unequal counts) get -1.
   """
   cells: dict = {}
   for i, r in enumerate(rows):
@@ -43,7 +43,8 @@ def contrast_groups(rows) -> list[int]:
   out = [-1] * len(rows)
   gid = 0
   for by_pair in cells.values():
-    if len({b for b, _ in by_pair}) < 2 or len({v for _, v in by_pair}) < 2:
+    bindings, views = {b for b, _ in by_pair}, {v for _, v in by_pair}
+    if len(bindings) < 2 or len(views) < 2 or len(by_pair) != len(bindings) * len(views):
       continue
     for members in zip(*by_pair.values()):
       for i in members:

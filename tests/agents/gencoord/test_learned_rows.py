@@ -61,3 +61,12 @@ def test_contrast_groups_hold_one_world_with_every_binding_and_role_view():
     assert len({chat.messages(r.context)[-1]["content"] for r in rs}) == 4
   # A row without a full group (a subsample can leave one) gets -1.
   assert sft_rows.contrast_groups(rows[:1]) == [-1]
+
+
+def test_contrast_groups_skip_cells_missing_a_binding_role_pair():
+  rows = recipes.get("direct_dsl").rows()
+  cell = [r for r in rows if (r.template, r.stage) == ("dual_build", "sender_initial")
+          and r.context.observation.get("scale") == 1]
+  without = [r for r in cell if (r.binding, r.role_view) != ("WALL", 1)]
+  assert set(sft_rows.contrast_groups(without)) == {-1}
+  assert -1 not in sft_rows.contrast_groups(cell)

@@ -19,7 +19,7 @@ def _tiny(c):
                            head_dim=16, intermediate_size=64)
   c.model.vocab_size = 400
   c.max_rows = 64
-  c.train.update(epochs=1, batch=16, log_every=1, ckpt_every=2)
+  c.train.update(epochs=1, batch=16, log_every=1, ckpt_every=2, batching="rows")
   c.eval.update(max_clusters=2, timing_clusters=1, throughput=True, n_resamples=200)
   return c
 
@@ -119,6 +119,7 @@ def test_contrast_batching_keeps_paired_rows_and_rejects_unknown_modes():
   config = quickstart.get_config("debug=True")
   every = training_recipes.get("direct_dsl").rows()
   rows = every[:64]
+  config.train.batching = "rows"
   assert gencoord_learned._batching(config, rows) == (rows, None)
   config.train.batching = "contrast"
   kept, groups = gencoord_learned._batching(config, rows + every[64:65])

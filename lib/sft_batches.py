@@ -71,7 +71,7 @@ def epoch_batches(arrays: dict, batch: int, seed: int, groups=None) -> BatchSour
     batch: rows per batch.
     seed: data-order seed.
     groups: optional int [N] group id per row, every group of one size that divides `batch`:
-      each batch then holds whole groups (e.g. the contrastive pairs of
+      each batch then holds whole groups (e.g. the contrast groups of
       `agents.gencoord.learned.sft_rows.contrast_groups`).
   Returns:
     batch_at(step) -> {input_ids, attention_mask, loss_mask} int32 [batch, T].

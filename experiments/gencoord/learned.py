@@ -79,8 +79,9 @@ def _subsample(rows, max_rows, seed: int = 0):
 
 def _batching(config, rows):
   """(rows, groups) for `train.batching`: "rows" (default) -> (rows, None), each epoch a
-  permutation of rows; "contrast" -> only rows with a partner, and their contrast groups
-  (`sft_rows.contrast_groups`: every batch holds each of its worlds with both bindings)."""
+  permutation of rows; "contrast" -> only rows in a full group, and their contrast groups
+  (`sft_rows.contrast_groups`: every batch holds each of its worlds with every binding and
+  role view)."""
   mode = config.train.get("batching", "rows")
   if mode == "rows":
     return rows, None

@@ -20,7 +20,7 @@ REMAT_POLICY_NAMES = ("none", "full", "dots")
 PLAN_BLOCK_DEFAULTS: dict[str, Any] = dict(
     trainer="sft", rows=8, micro_rows=0, seq_len=128, response_len=0, reference=False,
     embedder="", embedder_dtype="bfloat16", device_memory_gib=0.0, compile=True,
-    check="analytic")
+    check="analytic", target="cpu")
 
 
 def filled_block(name: str, defaults: dict, fields: dict) -> dict:

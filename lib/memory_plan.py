@@ -42,7 +42,7 @@ import jax.numpy as jnp
 import ml_collections
 from flax import nnx
 
-from lib import grpo, models, opsd, optim, sft, sharding
+from lib import compile_target, grpo, models, opsd, optim, rollout_plan, sft, sharding
 from lib.config_blocks import model_block, plan_block
 from lib.memory_breakdown import activation_estimate, kv_cache_bytes, per_device_bytes
 from lib.model_setup import compute_dtype
@@ -118,17 +118,41 @@ class Plan:
   compiled: bool
   breakdown: dict
   memory_analysis: dict | None
+  target: str = "cpu"
+  programs: dict | None = None   # per compiled program: memory, cost, roofline (TPU), phase bytes
 
   def to_json(self) -> dict:
     """The plan as a plain dict (dataclasses.asdict), for config.json or summary files."""
     return dataclasses.asdict(self)
 
 
-def _device_memory(p: dict) -> int | None:
+def _device_memory(p: dict, target: compile_target.Target) -> int | None:
   if p["device_memory_gib"]:
     return int(p["device_memory_gib"] * GIB)
+  if target.chip is not None:
+    return target.chip.hbm_bytes
   stats = jax.devices()[0].memory_stats()   # None on CPU
   return int(stats["bytes_limit"]) if stats and "bytes_limit" in stats else None
+
+
+def _memory(compiled) -> dict:
+  mem = compiled.memory_analysis()
+  return {k: int(getattr(mem, f"{k}_size_in_bytes")) for k in
+          ("argument", "output", "temp", "alias", "generated_code")}
+
+
+def _step_bytes(analysis: dict) -> int:
+  return analysis["argument"] + analysis["output"] + analysis["temp"] - analysis["alias"]
+
+
+def _program(compiled, analysis: dict, target: compile_target.Target) -> dict:
+  """One compiled program's entry in `Plan.programs`: memory, per-device cost, roofline (TPU)."""
+  out = {"memory_analysis": analysis, "bytes": _step_bytes(analysis),
+         "cost": compile_target.cost(compiled)}
+  if target.chip is not None:
+    out["roofline"] = compile_target.roofline_seconds(target.chip, out["cost"]["flops"],
+                                                      out["cost"]["bytes_accessed"])
+  return out
 
 
 def _step(trainer: str, apply_fn, tx, accum: int, params_sh):
@@ -156,10 +180,17 @@ def compute(config: Any, compile_step: bool | None = None) -> Plan:
   trainer = p["trainer"]
   if trainer not in TRAINERS:
     raise ValueError(f"unknown plan.trainer {trainer!r}; valid: {', '.join(TRAINERS)}")
-  # No `mesh` block: one device (the trainers' default, lib.train_loop.make_mesh).
-  shape = config.mesh if "mesh" in config else dict(data=1, fsdp=1)
-  mesh = sharding.make_mesh(shape["data"], shape["fsdp"])
+  target = compile_target.parse(p["target"])
+  # No `mesh` block: one device (the trainers' default, lib.train_loop.make_mesh), or on a TPU
+  # target the whole slice as FSDP shards.
+  shape = (config.mesh if "mesh" in config else
+           dict(data=1, fsdp=target.chips if target.platform == "tpu" else 1))
   n_batch = shape["data"] * shape["fsdp"]
+  if target.platform == "tpu" and n_batch != target.chips:
+    raise ValueError(f"plan.target=tpu:{target.topology} has {target.chips} chips; the mesh "
+                     f"data={shape['data']} x fsdp={shape['fsdp']} uses {n_batch} (set "
+                     f"--config.mesh.fsdp={target.chips // shape['data'] or 1})")
+  mesh = sharding.make_mesh(shape["data"], shape["fsdp"], devices=compile_target.devices(target))
   micro = p["micro_rows"] or p["rows"]
   if p["rows"] % micro or micro % n_batch:
     raise ValueError(f"plan.rows={p['rows']} must be a multiple of micro_rows={micro}, itself a "
@@ -196,8 +227,8 @@ def compute(config: Any, compile_step: bool | None = None) -> Plan:
     breakdown["kv_cache"] = kv_cache_bytes(arch, p["rows"] // n_batch, p["seq_len"], dtype)
   outside = breakdown["embedder"] + breakdown["kv_cache"]
   outside += breakdown["reference"] if trainer == "grpo" else 0   # not an argument of the step
-  analysis = None
-  do_compile = p["compile"] if compile_step is None else compile_step
+  analysis = programs = None
+  do_compile = target.platform == "tpu" or (p["compile"] if compile_step is None else compile_step)
   if do_compile:
     bsh = sharding.batch_sharding(mesh)
     batch = _batch(trainer, p, bsh)
@@ -209,23 +240,38 @@ def compute(config: Any, compile_step: bool | None = None) -> Plan:
       compiled = jitted.lower(state_in, teacher, batch).compile()
     else:
       compiled = sharding.jit_step(step, mesh, state_sh).lower(state_in, batch).compile()
-    mem = compiled.memory_analysis()
-    analysis = {k: int(getattr(mem, f"{k}_size_in_bytes")) for k in
-                ("argument", "output", "temp", "alias", "generated_code")}
-    step_bytes = analysis["argument"] + analysis["output"] + analysis["temp"] - analysis["alias"]
+    analysis = _memory(compiled)
+    programs = {"train_step": _program(compiled, analysis, target)}
     # The step's temporaries hold the gradients, activations and XLA scratch together.
     del breakdown["gradients"], breakdown["activations"]
     breakdown["step_temporaries"] = analysis["temp"]
-    total = step_bytes + outside
+    total = _step_bytes(analysis) + outside
+    if target.platform == "tpu" and trainer != "sft" and p["response_len"]:
+      # The rollout runs between updates with the train state resident: its compiled program
+      # replaces the analytic KV-cache line, and the run needs the larger of the two phases.
+      rollout = rollout_plan.compile_rollout(
+          abstract, params, params_sh, mesh, rows=p["rows"],
+          prompt_len=p["seq_len"] - p["response_len"], new_tokens=p["response_len"])
+      r_mem = _memory(rollout)
+      programs["rollout"] = _program(rollout, r_mem, target)
+      train_phase = total - breakdown.pop("kv_cache")
+      # its weight argument is the state's params, resident already
+      breakdown["rollout_program"] = _step_bytes(r_mem) - params_b
+      rollout_phase = (per_device_bytes(state, state_sh) + breakdown["embedder"]
+                       + breakdown["reference"] + breakdown["rollout_program"])
+      programs["train_step"]["phase_bytes"] = int(train_phase)
+      programs["rollout"]["phase_bytes"] = int(rollout_phase)
+      total = max(train_phase, rollout_phase)
   else:
     total = sum(breakdown.values())
-  device = _device_memory(p)
+  device = _device_memory(p, target)
   block = model_block(**dict(config.model))
   name = block["checkpoint"] or block["preset"]
   return Plan(model=name, trainer=trainer, mesh={k: int(v) for k, v in mesh.shape.items()},
               per_device_bytes=int(total), device_memory_bytes=device,
               fits=None if device is None else bool(total <= device), compiled=bool(do_compile),
-              breakdown={k: int(v) for k, v in breakdown.items()}, memory_analysis=analysis)
+              breakdown={k: int(v) for k, v in breakdown.items()}, memory_analysis=analysis,
+              target=p["target"], programs=programs)
 
 
 def _size(b: int | None) -> str:
@@ -243,9 +289,20 @@ def table(plan: Plan) -> str:
     One header line, one line per breakdown entry and the per-device total with `fits`.
   """
   mesh = " x ".join(f"{k}={v}" for k, v in plan.mesh.items())
-  lines = [f"memory plan: {plan.model} ({plan.trainer}), mesh {mesh}, "
-           f"{'compiled step' if plan.compiled else 'analytic'}"]
+  kind = ("analytic" if not plan.compiled else "compiled step" if plan.target == "cpu"
+          else f"compiled for {plan.target}")
+  lines = [f"memory plan: {plan.model} ({plan.trainer}), mesh {mesh}, {kind}"]
   lines += [f"  {k:<16} {_size(v):>12}" for k, v in plan.breakdown.items()]
+  for name, prog in (plan.programs or {}).items():
+    flops = prog["cost"]["flops"]
+    line = f"  {name}: {_size(prog['bytes'])} program"
+    if "phase_bytes" in prog:
+      line += f", {_size(prog['phase_bytes'])} with what stays resident"
+    line += f", {flops / 1e12:.3g} TFLOP per device" if flops is not None else ""
+    est = prog.get("roofline", {}).get("estimate_s")
+    if est is not None:
+      line += f", roofline estimate {est:.3g} s ({prog['roofline']['bound']}-bound)"
+    lines.append(line)
   lines.append(f"  {'per device':<16} {_size(plan.per_device_bytes):>12} of "
                f"{_size(plan.device_memory_bytes)} -> fits: {plan.fits}")
   return "\n".join(lines)

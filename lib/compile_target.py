@@ -1,0 +1,185 @@
+"""Where `--plan` compiles a step: this machine's devices, or a TPU slice this machine does not have.
+
+`plan.target` names it:
+  "cpu"              the local devices (on CPU, `XLA_FLAGS=--xla_force_host_platform_device_count=N`
+                     makes N of them); today's compiled plan.
+  "tpu:<topology>"   a TPU slice by its topology name, e.g. "tpu:v5e:2x2" (4 chips), "tpu:v5e:4x4",
+                     "tpu:v5p:2x2x1", "tpu:v6e:2x2". libtpu's compiler (the `[tpu]` extra) builds
+                     the program for those chips without any being attached
+                     (`jax.experimental.topologies`), the way MaxText's `train_compile.py` checks a
+                     model fits a slice before anyone pays for it. `memory_analysis()` then gives
+                     the per-chip bytes that TPU's compiler assigns, remat's recomputation included.
+  "gpu:..."          refused with the reason: the CUDA plugin needs a driver and a device to compile
+                     (docs/gpu.md, "Compiling for a GPU without one").
+
+The chip table holds each TPU generation's published per-chip figures (HBM, bf16 peak FLOP/s, HBM
+bandwidth, from the Cloud TPU system-architecture pages): the HBM is what `fits` compares against,
+the other two feed `roofline_seconds`, an estimate, not a measurement.
+"""
+import dataclasses
+import glob
+import os
+from typing import Any
+
+GIB = 2**30
+
+
+@dataclasses.dataclass(frozen=True)
+class Chip:
+  """Published per-chip figures of one TPU generation."""
+  name: str             # the topology prefix, e.g. "v5e"
+  device_kind: str      # what libtpu's devices report, checked after the topology is built
+  hbm_bytes: int
+  bf16_flops: float     # peak dense bf16 FLOP/s
+  hbm_bytes_per_s: float
+
+
+CHIPS = {c.name: c for c in (
+    Chip("v4", "TPU v4", 32 * GIB, 275e12, 1228e9),
+    Chip("v5e", "TPU v5 lite", 16 * GIB, 197e12, 819e9),
+    Chip("v5p", "TPU v5", 95 * GIB, 459e12, 2765e9),
+    Chip("v6e", "TPU v6 lite", 32 * GIB, 918e12, 1640e9),
+)}
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+  """A parsed `plan.target`."""
+  platform: str         # "cpu" or "tpu"
+  topology: str = ""    # "v5e:2x2" for "tpu:v5e:2x2"
+
+  @property
+  def chip(self) -> Chip | None:
+    """The chip of a TPU target (None on CPU)."""
+    return CHIPS[self.topology.split(":")[0]] if self.platform == "tpu" else None
+
+  @property
+  def chips(self) -> int:
+    """Chips in the slice: the product of the topology's dimensions (0 on CPU)."""
+    if self.platform != "tpu":
+      return 0
+    n = 1
+    for d in self.topology.split(":")[1].split("x"):
+      n *= int(d)
+    return n
+
+
+def parse(target: str) -> Target:
+  """Reads `plan.target`.
+
+  Args:
+    target: "cpu", "tpu:<chip>:<AxB[xC]>" or "gpu:...".
+  Returns:
+    A Target.
+  Raises:
+    ValueError: an unknown platform or chip, a malformed topology, or a GPU target.
+  """
+  if target == "cpu":
+    return Target("cpu")
+  platform, _, rest = target.partition(":")
+  if platform == "gpu":
+    raise ValueError(f"plan.target={target!r}: the CUDA plugin cannot compile without a GPU and "
+                     "its driver (docs/gpu.md, 'Compiling for a GPU without one'); use "
+                     "target=cpu or a tpu:<topology>")
+  if platform != "tpu":
+    raise ValueError(f"unknown plan.target {target!r}; valid: cpu, tpu:<chip>:<topology> "
+                     f"(chips {', '.join(CHIPS)}), e.g. tpu:v5e:2x2")
+  chip, _, dims = rest.partition(":")
+  if chip not in CHIPS:
+    raise ValueError(f"plan.target={target!r}: unknown TPU chip {chip!r}; known: "
+                     f"{', '.join(CHIPS)}")
+  parts = dims.split("x")
+  if not dims or len(parts) not in (2, 3) or not all(p.isdigit() and int(p) > 0 for p in parts):
+    raise ValueError(f"plan.target={target!r}: the topology must be <chip>:AxB or <chip>:AxBxC "
+                     "(chips per dimension), e.g. tpu:v5e:4x4 or tpu:v5p:2x2x1")
+  return Target("tpu", f"{chip}:{dims}")
+
+
+def _on_tpu_host() -> bool:
+  """Whether this machine has TPU chips attached (Google's PCI vendor id, as JAX checks)."""
+  for path in glob.glob("/sys/bus/pci/devices/*/vendor"):
+    try:
+      with open(path, encoding="utf-8") as f:
+        if f.read().strip() == "0x1ae0":
+          return True
+    except OSError:
+      continue
+  return False
+
+
+def _quiet_libtpu_off_tpu(target: Target) -> None:
+  # On a machine without TPUs, loading libtpu prints two multi-line warnings (it cannot find the
+  # accelerator type or the worker host names); naming them ends that. On a TPU host the real
+  # values come from the host's metadata, so nothing is set there.
+  if _on_tpu_host():
+    return
+  chip = target.topology.split(":")[0]
+  os.environ.setdefault("TPU_ACCELERATOR_TYPE", f"{chip}-{target.chips}")
+  os.environ.setdefault("TPU_WORKER_HOSTNAMES", "localhost")
+
+
+def devices(target: Target) -> list | None:
+  """The devices to lay the mesh on: None (the local `jax.devices()`) for CPU, else the slice's
+  abstract TPU devices.
+
+  Args:
+    target: a parsed target.
+  Returns:
+    None, or the topology's devices (they compile; they cannot run or hold arrays).
+  Raises:
+    ValueError: libtpu is not installed, or it rejects the topology or reports another chip.
+  """
+  if target.platform == "cpu":
+    return None
+  import importlib.util
+  if importlib.util.find_spec("libtpu") is None:
+    raise ValueError(f"plan.target=tpu:{target.topology} needs the TPU compiler: "
+                     "pip install -e '.[tpu]' (jax[tpu] at the pinned jax version)")
+  _quiet_libtpu_off_tpu(target)
+  from jax.experimental import topologies
+  try:
+    desc = topologies.get_topology_desc(topology_name=target.topology, platform="tpu")
+  except Exception as e:   # libtpu's own message (unknown shape for the chip, ...), on one line
+    raise ValueError(f"plan.target=tpu:{target.topology}: libtpu cannot build this topology: "
+                     f"{' '.join(str(e).split())[:300]}") from None
+  devs = list(desc.devices)
+  kind = devs[0].device_kind
+  if kind != target.chip.device_kind:
+    raise ValueError(f"plan.target=tpu:{target.topology}: libtpu built {kind!r} devices, expected "
+                     f"{target.chip.device_kind!r}")
+  return devs
+
+
+def cost(compiled: Any) -> dict:
+  """FLOPs and bytes of one device's program from XLA's cost analysis.
+
+  Args:
+    compiled: a `jax.stages.Compiled`.
+  Returns:
+    {"flops": float | None, "bytes_accessed": float | None} (None where the compiler reports none).
+  """
+  analysis = compiled.cost_analysis()
+  if isinstance(analysis, (list, tuple)):   # older JAX: one dict per program
+    analysis = analysis[0] if analysis else {}
+  analysis = analysis or {}
+  get = lambda k: float(analysis[k]) if k in analysis and analysis[k] >= 0 else None
+  return {"flops": get("flops"), "bytes_accessed": get("bytes accessed")}
+
+
+def roofline_seconds(chip: Chip, flops: float | None, bytes_accessed: float | None) -> dict:
+  """A roofline estimate of one program's time on one chip: the larger of compute at peak and
+  memory traffic at full bandwidth, max(F / peak, B / bandwidth). Not a measurement: real steps are
+  slower (communication, pipeline bubbles, kernels below peak).
+
+  Args:
+    chip: the chip.
+    flops, bytes_accessed: the program's per-device cost (None: unknown).
+  Returns:
+    {"compute_s", "memory_s", "estimate_s", "bound"} (None where an input is missing).
+  """
+  compute = None if flops is None else flops / chip.bf16_flops
+  memory = None if bytes_accessed is None else bytes_accessed / chip.hbm_bytes_per_s
+  if compute is None or memory is None:
+    return {"compute_s": compute, "memory_s": memory, "estimate_s": None, "bound": None}
+  return {"compute_s": compute, "memory_s": memory, "estimate_s": max(compute, memory),
+          "bound": "compute" if compute >= memory else "memory"}

@@ -53,6 +53,8 @@ BENCH = [
     "xminigrid==0.9.3",
 ]
 
+TPU = ["jax[tpu]==0.10.2"]
+
 EXTRAS = {
     "envs": ENVS,
     "bench": BENCH,
@@ -66,7 +68,11 @@ EXTRAS = {
         "torch==2.13.0",
         *ENVS,
         *PEERS,
+        *TPU,
     ],
+    # libtpu's compiler, for `--plan --config.plan.target=tpu:<topology>` on a machine without
+    # TPUs (and for running on one). Exactly the pinned jax: libtpu is built against it.
+    "tpu": TPU,
     "gpu": [
         "jax[cuda12]>=0.10.2,<0.11",
         # 0.10.1: the first release with runner="pooling" (the embedding backend) and one that reads

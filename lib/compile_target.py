@@ -14,7 +14,7 @@
 
 The chip table holds each TPU generation's published per-chip figures (HBM, bf16 peak FLOP/s, HBM
 bandwidth, from the Cloud TPU system-architecture pages): the HBM is what `fits` compares against,
-the other two feed `roofline_seconds`, an estimate, not a measurement.
+the other two feed `step_estimate`, a roofline estimate, not a measurement.
 """
 import dataclasses
 import glob
@@ -109,10 +109,13 @@ def _on_tpu_host() -> bool:
 
 def _quiet_libtpu_off_tpu(target: Target) -> None:
   # On a machine without TPUs, loading libtpu prints two multi-line warnings (it cannot find the
-  # accelerator type or the worker host names); naming them ends that. On a TPU host the real
-  # values come from the host's metadata, so nothing is set there.
+  # accelerator type or the worker host names); naming them ends that. libtpu also takes a
+  # machine-wide lock file, so a second planning process (a parallel test worker, two --plan
+  # commands) fails; with no chips to guard, the lock is lifted. On a TPU host the real values
+  # come from the host's metadata and the lock protects the chips, so nothing is set there.
   if _on_tpu_host():
     return
+  os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
   chip = target.topology.split(":")[0]
   os.environ.setdefault("TPU_ACCELERATOR_TYPE", f"{chip}-{target.chips}")
   os.environ.setdefault("TPU_WORKER_HOSTNAMES", "localhost")
@@ -166,20 +169,43 @@ def cost(compiled: Any) -> dict:
   return {"flops": get("flops"), "bytes_accessed": get("bytes accessed")}
 
 
-def roofline_seconds(chip: Chip, flops: float | None, bytes_accessed: float | None) -> dict:
-  """A roofline estimate of one program's time on one chip: the larger of compute at peak and
-  memory traffic at full bandwidth, max(F / peak, B / bandwidth). Not a measurement: real steps are
-  slower (communication, pipeline bubbles, kernels below peak).
+def step_estimate(target: Target, arch: Any, model: Any, plan: dict, remat: str,
+                  params_bytes: int, cache_bytes_per_device: int) -> dict:
+  """Roofline estimate of one training iteration on the slice, from the model's FLOPs and the
+  chip's published peak FLOP/s and HBM bandwidth; communication, bubbles and sub-peak kernels are
+  left out, so a real step is slower. (The compiled programs' `cost_analysis()` counts a loop's
+  body once, the micro-batch scan and the decode `while_loop` included, so it cannot give these.)
+
+  update_s  = F_update x (4/3 with remat="full": the forward runs twice) / chips / peak, with
+              F_update = `lib.roofline.update_flops` over every row of the step.
+  rollout_s = F_prefill / chips / peak + new_tokens x (whole weights + this chip's KV cache) / HBM
+              bandwidth: under FSDP every chip all-gathers and reads all the weights each decode
+              step (GRPO / OPSD with response_len only).
 
   Args:
-    chip: the chip.
-    flops, bytes_accessed: the program's per-device cost (None: unknown).
+    target: a TPU target. arch: the model's config. model: the abstract model.
+    plan: the filled `plan` block. remat: the model block's remat policy.
+    params_bytes: the whole (unsharded) weights the sampler reads, in their dtype.
+    cache_bytes_per_device: one chip's KV cache at full length.
   Returns:
-    {"compute_s", "memory_s", "estimate_s", "bound"} (None where an input is missing).
+    {"update_s", "rollout_s" (None for SFT), "step_s", "kind": "roofline estimate"}.
   """
-  compute = None if flops is None else flops / chip.bf16_flops
-  memory = None if bytes_accessed is None else bytes_accessed / chip.hbm_bytes_per_s
-  if compute is None or memory is None:
-    return {"compute_s": compute, "memory_s": memory, "estimate_s": None, "bound": None}
-  return {"compute_s": compute, "memory_s": memory, "estimate_s": max(compute, memory),
-          "bound": "compute" if compute >= memory else "memory"}
+  from lib import roofline
+  from lib.memory_breakdown import full_attention_layers
+  chip, n = target.chip, target.chips
+  matmul = roofline.matmul_params(model, arch)
+  layers = full_attention_layers(arch)
+  update = roofline.update_flops(matmul_params=matmul, layers=layers, heads=arch.num_heads,
+                                 head_dim=arch.head_dim, batch=plan["rows"],
+                                 seq_len=plan["seq_len"])
+  update_s = update * (4 / 3 if remat == "full" else 1.0) / n / chip.bf16_flops
+  rollout_s = None
+  if plan["trainer"] != "sft" and plan["response_len"]:
+    prefill = roofline.prefill_flops(
+        matmul_params=matmul, head_params=arch.vocab_size * arch.hidden_size,
+        attention_layers=layers, heads=arch.num_heads, head_dim=arch.head_dim,
+        batch=plan["rows"], prompt_len=plan["seq_len"] - plan["response_len"])
+    rollout_s = (prefill / n / chip.bf16_flops + plan["response_len"] *
+                 (params_bytes + cache_bytes_per_device) / chip.hbm_bytes_per_s)
+  return {"update_s": update_s, "rollout_s": rollout_s,
+          "step_s": update_s + (rollout_s or 0.0), "kind": "roofline estimate"}

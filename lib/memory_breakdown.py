@@ -29,6 +29,17 @@ def per_device_bytes(tree: Any, shardings: Any = None) -> int:
   return total
 
 
+def full_attention_layers(config) -> int:
+  """Softmax-attention layers: all of a Qwen2/3, the `full` ones of a Qwen3.5 (the rest DeltaNet).
+
+  Args:
+    config: a QwenConfig or Qwen35Config.
+  """
+  if isinstance(config, Qwen35Config):
+    return sum(kind == FULL for kind in config.layer_types)
+  return config.num_layers
+
+
 def kv_cache_bytes(config, rows: int, length: int, dtype) -> int:
   """Bytes of the rollout KV cache (full-attention layers; Qwen3.5's DeltaNet layers keep a
   fixed-size recurrent state instead, not counted).
@@ -42,9 +53,7 @@ def kv_cache_bytes(config, rows: int, length: int, dtype) -> int:
     2 (k, v) x full-attention layers x kv heads x head_dim x rows x length x itemsize.
   """
   itemsize = jnp.dtype(dtype).itemsize
-  full = config.num_layers
-  if isinstance(config, Qwen35Config):
-    full = sum(kind == FULL for kind in config.layer_types)
+  full = full_attention_layers(config)
   per_token = 2 * config.num_kv_heads * config.head_dim * itemsize
   return full * rows * length * per_token
 

@@ -119,7 +119,8 @@ class Plan:
   breakdown: dict
   memory_analysis: dict | None
   target: str = "cpu"
-  programs: dict | None = None   # per compiled program: memory, cost, roofline (TPU), phase bytes
+  programs: dict | None = None   # per compiled program: memory, XLA cost, phase bytes
+  estimate: dict | None = None   # TPU targets: roofline step time (compile_target.step_estimate)
 
   def to_json(self) -> dict:
     """The plan as a plain dict (dataclasses.asdict), for config.json or summary files."""
@@ -145,14 +146,11 @@ def _step_bytes(analysis: dict) -> int:
   return analysis["argument"] + analysis["output"] + analysis["temp"] - analysis["alias"]
 
 
-def _program(compiled, analysis: dict, target: compile_target.Target) -> dict:
+def _program(compiled, analysis: dict) -> dict:
   """One compiled program's entry in `Plan.programs`: memory, per-device cost, roofline (TPU)."""
-  out = {"memory_analysis": analysis, "bytes": _step_bytes(analysis),
-         "cost": compile_target.cost(compiled)}
-  if target.chip is not None:
-    out["roofline"] = compile_target.roofline_seconds(target.chip, out["cost"]["flops"],
-                                                      out["cost"]["bytes_accessed"])
-  return out
+  # cost: XLA's per-device count, a loop's body once (see compile_target.step_estimate)
+  return {"memory_analysis": analysis, "bytes": _step_bytes(analysis),
+          "cost": compile_target.cost(compiled)}
 
 
 def _step(trainer: str, apply_fn, tx, accum: int, params_sh):
@@ -227,7 +225,7 @@ def compute(config: Any, compile_step: bool | None = None) -> Plan:
     breakdown["kv_cache"] = kv_cache_bytes(arch, p["rows"] // n_batch, p["seq_len"], dtype)
   outside = breakdown["embedder"] + breakdown["kv_cache"]
   outside += breakdown["reference"] if trainer == "grpo" else 0   # not an argument of the step
-  analysis = programs = None
+  analysis = programs = estimate = None
   do_compile = target.platform == "tpu" or (p["compile"] if compile_step is None else compile_step)
   if do_compile:
     bsh = sharding.batch_sharding(mesh)
@@ -241,7 +239,7 @@ def compute(config: Any, compile_step: bool | None = None) -> Plan:
     else:
       compiled = sharding.jit_step(step, mesh, state_sh).lower(state_in, batch).compile()
     analysis = _memory(compiled)
-    programs = {"train_step": _program(compiled, analysis, target)}
+    programs = {"train_step": _program(compiled, analysis)}
     # The step's temporaries hold the gradients, activations and XLA scratch together.
     del breakdown["gradients"], breakdown["activations"]
     breakdown["step_temporaries"] = analysis["temp"]
@@ -253,7 +251,7 @@ def compute(config: Any, compile_step: bool | None = None) -> Plan:
           abstract, params, params_sh, mesh, rows=p["rows"],
           prompt_len=p["seq_len"] - p["response_len"], new_tokens=p["response_len"])
       r_mem = _memory(rollout)
-      programs["rollout"] = _program(rollout, r_mem, target)
+      programs["rollout"] = _program(rollout, r_mem)
       train_phase = total - breakdown.pop("kv_cache")
       # its weight argument is the state's params, resident already
       breakdown["rollout_program"] = _step_bytes(r_mem) - params_b
@@ -262,6 +260,10 @@ def compute(config: Any, compile_step: bool | None = None) -> Plan:
       programs["train_step"]["phase_bytes"] = int(train_phase)
       programs["rollout"]["phase_bytes"] = int(rollout_phase)
       total = max(train_phase, rollout_phase)
+    if target.chip is not None:
+      cache = kv_cache_bytes(arch, p["rows"] // n_batch, p["seq_len"], "float32")
+      estimate = compile_target.step_estimate(target, arch, abstract, p, remat,
+                                              per_device_bytes(params), cache)
   else:
     total = sum(breakdown.values())
   device = _device_memory(p, target)
@@ -271,7 +273,7 @@ def compute(config: Any, compile_step: bool | None = None) -> Plan:
               per_device_bytes=int(total), device_memory_bytes=device,
               fits=None if device is None else bool(total <= device), compiled=bool(do_compile),
               breakdown={k: int(v) for k, v in breakdown.items()}, memory_analysis=analysis,
-              target=p["target"], programs=programs)
+              target=p["target"], programs=programs, estimate=estimate)
 
 
 def _size(b: int | None) -> str:
@@ -298,11 +300,13 @@ def table(plan: Plan) -> str:
     line = f"  {name}: {_size(prog['bytes'])} program"
     if "phase_bytes" in prog:
       line += f", {_size(prog['phase_bytes'])} with what stays resident"
-    line += f", {flops / 1e12:.3g} TFLOP per device" if flops is not None else ""
-    est = prog.get("roofline", {}).get("estimate_s")
-    if est is not None:
-      line += f", roofline estimate {est:.3g} s ({prog['roofline']['bound']}-bound)"
+    line += f", XLA cost {flops / 1e12:.3g} TFLOP per device" if flops is not None else ""
     lines.append(line)
+  if plan.estimate:
+    e = plan.estimate
+    rollout = f", rollout {e['rollout_s']:.3g} s" if e["rollout_s"] is not None else ""
+    lines.append(f"  roofline estimate: update {e['update_s']:.3g} s{rollout}, step "
+                 f"{e['step_s']:.3g} s (peak FLOP/s and HBM bandwidth, no communication)")
   lines.append(f"  {'per device':<16} {_size(plan.per_device_bytes):>12} of "
                f"{_size(plan.device_memory_bytes)} -> fits: {plan.fits}")
   return "\n".join(lines)

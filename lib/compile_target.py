@@ -17,9 +17,12 @@ bandwidth, from the Cloud TPU system-architecture pages): the HBM is what `fits`
 the other two feed `step_estimate`, a roofline estimate, not a measurement.
 """
 import dataclasses
-import glob
+import importlib.util
 import os
 from typing import Any
+
+from lib import console, roofline
+from lib.memory_breakdown import full_attention_layers
 
 GIB = 2**30
 
@@ -95,32 +98,6 @@ def parse(target: str) -> Target:
   return Target("tpu", f"{chip}:{dims}")
 
 
-def _on_tpu_host() -> bool:
-  """Whether this machine has TPU chips attached (Google's PCI vendor id, as JAX checks)."""
-  for path in glob.glob("/sys/bus/pci/devices/*/vendor"):
-    try:
-      with open(path, encoding="utf-8") as f:
-        if f.read().strip() == "0x1ae0":
-          return True
-    except OSError:
-      continue
-  return False
-
-
-def _quiet_libtpu_off_tpu(target: Target) -> None:
-  # On a machine without TPUs, loading libtpu prints two multi-line warnings (it cannot find the
-  # accelerator type or the worker host names); naming them ends that. libtpu also takes a
-  # machine-wide lock file, so a second planning process (a parallel test worker, two --plan
-  # commands) fails; with no chips to guard, the lock is lifted. On a TPU host the real values
-  # come from the host's metadata and the lock protects the chips, so nothing is set there.
-  if _on_tpu_host():
-    return
-  os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
-  chip = target.topology.split(":")[0]
-  os.environ.setdefault("TPU_ACCELERATOR_TYPE", f"{chip}-{target.chips}")
-  os.environ.setdefault("TPU_WORKER_HOSTNAMES", "localhost")
-
-
 def devices(target: Target) -> list | None:
   """The devices to lay the mesh on: None (the local `jax.devices()`) for CPU, else the slice's
   abstract TPU devices.
@@ -134,11 +111,11 @@ def devices(target: Target) -> list | None:
   """
   if target.platform == "cpu":
     return None
-  import importlib.util
   if importlib.util.find_spec("libtpu") is None:
     raise ValueError(f"plan.target=tpu:{target.topology} needs the TPU compiler: "
                      "pip install -e '.[tpu]' (jax[tpu] at the pinned jax version)")
-  _quiet_libtpu_off_tpu(target)
+  console.quiet_libtpu_off_tpu_host()
+  # jax.experimental.topologies initialises the TPU plugin on import: only once libtpu is there.
   from jax.experimental import topologies
   try:
     desc = topologies.get_topology_desc(topology_name=target.topology, platform="tpu")
@@ -190,8 +167,6 @@ def step_estimate(target: Target, arch: Any, model: Any, plan: dict, remat: str,
   Returns:
     {"update_s", "rollout_s" (None for SFT), "step_s", "kind": "roofline estimate"}.
   """
-  from lib import roofline
-  from lib.memory_breakdown import full_attention_layers
   chip, n = target.chip, target.chips
   matmul = roofline.matmul_params(model, arch)
   layers = full_attention_layers(arch)

@@ -7,6 +7,7 @@ checkpoint internals, hundreds per run) nowhere. `verbose=True` sends everything
 """
 import contextlib
 import glob
+import importlib.util
 import logging as std_logging
 import os
 import sysconfig
@@ -21,6 +22,37 @@ _LIBRARY_DIRS = tuple({os.path.realpath(sysconfig.get_paths()[k]) for k in ("pur
 # JAX logs one INFO line for every platform it probes and cannot open ("Unable to initialize
 # backend 'tpu': ... libtpu.so"), on every machine without that accelerator.
 _BACKEND_PROBE_LOGGER = "jax._src.xla_bridge"
+
+
+def _on_tpu_host() -> bool:
+  """Whether this machine has TPU chips attached (Google's PCI vendor id, as JAX checks)."""
+  for path in glob.glob("/sys/bus/pci/devices/*/vendor"):
+    try:
+      with open(path, encoding="utf-8") as f:
+        if f.read().strip() == "0x1ae0":
+          return True
+    except OSError:
+      continue
+  return False
+
+
+def quiet_libtpu_off_tpu_host() -> None:
+  """Lets libtpu load quietly and more than once on a machine without TPU chips.
+
+  With libtpu installed (the `[tpu]` extra, which `[test]` includes), every JAX process probes the
+  TPU plugin, and on a machine without chips libtpu prints two multi-line warnings (it cannot find
+  the accelerator type or the worker host names) and takes a machine-wide lock file, so a second
+  process (a parallel test worker, two `--plan` commands) fails to load it. Naming a placeholder
+  type and host ends the warnings (the probe still finds no chips, and topology compiles name
+  their own slice), and with no chips to guard the lock is lifted. On a TPU host the real values
+  come from the host's metadata and the lock protects the chips, so nothing is set there; values
+  already in the environment are kept. Call it before JAX initialises its backends.
+  """
+  if importlib.util.find_spec("libtpu") is None or _on_tpu_host():
+    return
+  os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
+  os.environ.setdefault("TPU_ACCELERATOR_TYPE", "v5litepod-1")
+  os.environ.setdefault("TPU_WORKER_HOSTNAMES", "localhost")
 
 
 def verbose_requested(argv: list[str]) -> bool:
@@ -48,11 +80,14 @@ def quiet_import_banners(argv: list[str]) -> None:
   Call it before transformers or JAX is imported: transformers reads
   TRANSFORMERS_NO_ADVISORY_WARNINGS when it is imported (its "PyTorch was not found" advice in a
   venv without torch), and JAX's backend probe lines are INFO records of one logger, raised to
-  WARNING here (a probe that fails for a platform the run asked for still raises).
+  WARNING here (a probe that fails for a platform the run asked for still raises). Where libtpu is
+installed on a machine without TPU chips, its load warnings are ended too
+(`quiet_libtpu_off_tpu_host`).
 
   Args:
     argv: sys.argv.
   """
+  quiet_libtpu_off_tpu_host()   # also lifts libtpu's lock: not only cosmetic
   if verbose_requested(argv):
     return
   os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")

@@ -2,6 +2,7 @@
 --help/--list, config.json, TensorBoard, resume, sweeps. The processes are forked from one server
 that has imported launch.py's modules (tests/launch_server.py); one test runs `python launch.py`
 itself, so the two are checked to agree."""
+import importlib.util
 import json
 import os
 import subprocess
@@ -269,3 +270,18 @@ def test_default_console_has_no_library_banners_and_verbose_brings_them_back(tmp
   assert "PyTorch was not found" in out["--verbose"]
   assert "PyTorch was not found" not in out[""]
   assert "Unable to initialize backend" not in out[""]
+
+
+def test_libtpu_load_warnings_stay_off_the_console_without_tpu_chips(tmp_path):
+  # The [test] venv has libtpu (the [tpu] extra, for compiling TPU plans here). Without chips,
+  # JAX's TPU probe makes libtpu print two multi-line warnings on the first backend use; a
+  # default run that trains (so JAX starts its backends) shows none of them.
+  assert importlib.util.find_spec("libtpu") is not None
+  env = {k: v for k, v in os.environ.items()
+         if k not in ("JAX_PLATFORMS", "TPU_ACCELERATOR_TYPE", "TPU_WORKER_HOSTNAMES")}
+  r = subprocess.run([sys.executable, "launch.py", "--config=configs/grpo_toy.py:debug=True",
+                      f"--workdir={tmp_path / 'run'}", "--config.train.iterations=1"], cwd=ROOT,
+                     env=env, capture_output=True, text=True, timeout=300)
+  assert r.returncode == 0, r.stderr[-2000:]
+  assert "TPU_ACCELERATOR_TYPE" not in r.stderr and "TPU_WORKER_HOSTNAMES" not in r.stderr, \
+      r.stderr[:1000]

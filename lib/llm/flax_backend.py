@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from lib import config_blocks, model_setup, models, sampling
+from lib import config_blocks, model_setup, models, sampling, train_state
 from lib.llm.backend import Backend, Completion, SamplingParams
 
 class FlaxBackend(Backend):
@@ -46,6 +46,9 @@ class FlaxBackend(Backend):
     graphdef, _ = nnx.split(model)
     self._embed_jit = jax.jit(
         lambda st, ids, mask: models.embed(nnx.merge(graphdef, st), ids, mask))
+    self._score_jit = jax.jit(
+        lambda st, ids, mask, top: _score_tokens(nnx.merge(graphdef, st), ids, mask, top),
+        static_argnums=3)
 
   @classmethod
   def from_block(cls, block, tokenizer_dir=None, seed: int = 0, **kw) -> "FlaxBackend":
@@ -160,3 +163,53 @@ class FlaxBackend(Backend):
       The sum of their token counts.
     """
     return sum(len(self.tokenizer.encode(t, add_special_tokens=False)) for t in texts)
+
+  # ---- scoring ----------------------------------------------------------------------------
+
+  def score(self, token_lists: list[list[int]], top_logprobs: int = 0) -> list[dict]:
+    """Log-probs of every token of each sequence given the tokens before it (one teacher-forced
+    forward per batch of up to max_batch sequences, jitted, padded to bucketed shapes).
+
+    Args:
+      token_lists: the sequences (each at least one token).
+      top_logprobs: alternatives per position to return (0 = none).
+    Returns:
+      Per sequence {"logprobs": [None, lp_1, ..., lp_{T-1}] (the first token has no context),
+      "top_ids", "top_logprobs": per position the `top_logprobs` most likely ids and their
+      log-probs (None at position 0)}.
+    """
+    out = []
+    pad = self.tokenizer.pad_token_id or 0
+    for lo in range(0, len(token_lists), self.max_batch):
+      chunk = [list(t) for t in token_lists[lo:lo + self.max_batch]]
+      length = sampling.bucket_length(max(len(t) for t in chunk))
+      rows = sampling.bucket_length(len(chunk), minimum=1)
+      ids, mask = sampling.left_pad(chunk + [chunk[0]] * (rows - len(chunk)), pad, length)
+      lps, top_ids, top_lps = jax.device_get(self._score_jit(
+          nnx.state(self.model), jnp.asarray(ids), jnp.asarray(mask), max(top_logprobs, 1)))
+      for row, toks in enumerate(chunk):
+        start = length - len(toks)  # left padding: the row's tokens end at the last column
+        seg = slice(start + 1, length)
+        out.append({"logprobs": [None] + lps[row, seg].tolist(),
+                    "top_ids": [None] + (top_ids[row, seg, :top_logprobs].tolist()
+                                         if top_logprobs else [[]] * (len(toks) - 1)),
+                    "top_logprobs": [None] + (top_lps[row, seg, :top_logprobs].tolist()
+                                              if top_logprobs else [[]] * (len(toks) - 1))})
+    return out
+
+
+def _score_tokens(model, ids, mask, top: int):
+  """Teacher-forced log-probs: position t holds log p(ids[t] | ids[:t]) (position 0 is left 0).
+
+  Args:
+    model: the NNX model. ids, mask: left-padded [B, T]. top: alternatives per position.
+  Returns:
+    (float32 [B, T] chosen log-probs, int32 [B, T, top] ids, float32 [B, T, top] log-probs);
+    column t describes the prediction of token t from the logits at t - 1.
+  """
+  logits = model(ids, attention_mask=mask, positions=train_state.positions_from_mask(mask))
+  logp = jax.nn.log_softmax(logits[:, :-1].astype(jnp.float32), axis=-1)
+  chosen = jnp.take_along_axis(logp, ids[:, 1:, None], axis=-1)[..., 0]
+  top_lps, top_ids = jax.lax.top_k(logp, top)
+  pad_col = lambda x: jnp.concatenate([jnp.zeros_like(x[:, :1]), x], axis=1)
+  return pad_col(chosen), pad_col(top_ids.astype(jnp.int32)), pad_col(top_lps)

@@ -1,7 +1,8 @@
 """The OpenAI-compatible model server (`experiments/serve.py` runs it).
 
   admission.py  request parsing and validation, ServerLimits, RequestError (400s naming limits)
-  engine.py     FlaxEngine (chunked, cancellable sampling, n, seed, log-probs), BackendEngine
+  engine.py     FlaxEngine (chunked, cancellable sampling, n, seed, log-probs, prompt scoring)
+  backend_engine.py  BackendEngine (any other Backend, chat only), make_engine
   worker.py     ModelWorker: bounded queue, batching, cancellation, health
   responses.py  OpenAI response bodies and stream chunks
   httpd.py      OpenAIServer: routes, auth, body limits, streaming, timeouts, request logs

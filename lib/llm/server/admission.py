@@ -60,9 +60,13 @@ class GenerationRequest:
 
   prompt: a conversation (list of {"role", "content"} dicts) for chat, a string for completions.
   n: choices, sampled as n rows of one batch. logprobs: return each token's log-prob;
-  top_logprobs: and that many alternatives per token. prompt_ids: filled in by admission.
-  on_text: for streams, called as on_text(choice index, new text) between decode chunks with
-  text that is final (a prefix of the choice's text).
+  top_logprobs: and that many alternatives per token. prompt_ids: the prompt's token ids (given
+  by the client, or filled in by admission). echo: completions only, the prompt is returned
+  before the completion, with its tokens' log-probs when logprobs are asked; score_only: echo
+  with max_tokens=0 (nothing is sampled). return_token_ids: prompt and completion ids in each
+  choice (vLLM's field). tokens_as_ids: log-prob entries name tokens "token_id:<id>" (vLLM's
+  return_tokens_as_token_ids). on_text: for streams, called as on_text(choice index, new text)
+  between decode chunks with text that is final (a prefix of the choice's text).
   """
   kind: str  # "chat" | "completion"
   prompt: list | str
@@ -73,12 +77,16 @@ class GenerationRequest:
   stream: bool = False
   include_usage: bool = False
   prompt_ids: list[int] | None = None
+  echo: bool = False
+  score_only: bool = False
+  return_token_ids: bool = False
+  tokens_as_ids: bool = False
   on_text: Callable[[int, str], None] | None = None
 
 
 _COMMON = {"model", "max_tokens", "temperature", "top_p", "top_k", "stop", "seed", "n", "stream",
            "stream_options", "logprobs", "user", "presence_penalty", "frequency_penalty",
-           "logit_bias"}
+           "logit_bias", "return_token_ids", "return_tokens_as_token_ids"}
 CHAT_FIELDS = _COMMON | {"messages", "max_completion_tokens", "top_logprobs", "response_format",
                          "tools", "tool_choice", "functions", "function_call",
                          "parallel_tool_calls"}
@@ -114,7 +122,6 @@ def _unsupported(body: dict, known: set[str]) -> None:
   bad += [f for f in ("logit_bias", "tools", "functions") if set_to(f, (None, {}, []))]
   bad += [f for f in ("tool_choice", "function_call") if set_to(f, (None, "none"))]
   bad += [f for f in ("parallel_tool_calls", "suffix") if set_to(f, (None,))]
-  bad += [f for f in ("echo",) if set_to(f, (None, False))]
   bad += [f for f in ("best_of",) if set_to(f, (None, 1))]
   if body.get("response_format") not in (None, {"type": "text"}):
     bad.append("response_format")
@@ -148,9 +155,12 @@ def _integer(body: dict, field: str, default: int | None, lo: int, hi: int) -> i
   return value
 
 
-def _sampling(body: dict, limits: ServerLimits, max_tokens_field) -> SamplingParams:
-  max_tokens = _integer(body, max_tokens_field, None, 1, 2**62)
-  if max_tokens is None:
+def _sampling(body: dict, limits: ServerLimits, max_tokens_field,
+              allow_zero: bool = False) -> SamplingParams:
+  max_tokens = _integer(body, max_tokens_field, None, 0 if allow_zero else 1, 2**62)
+  if max_tokens == 0:
+    max_tokens = 1  # score only: the caller samples nothing (GenerationRequest.score_only)
+  elif max_tokens is None:
     max_tokens = min(256, limits.max_new_tokens)
   elif max_tokens > limits.max_new_tokens:
     raise RequestError(400, f"{max_tokens_field}={max_tokens} exceeds this server's "
@@ -240,34 +250,86 @@ def parse_chat(body, model_name: str, limits: ServerLimits) -> GenerationRequest
   stream, usage = _stream_fields(body)
   return GenerationRequest("chat", conv, _sampling(body, limits, max_field),
                            n=_integer(body, "n", 1, 1, limits.max_batch), logprobs=logprobs,
-                           top_logprobs=top, stream=stream, include_usage=usage)
+                           top_logprobs=top, stream=stream, include_usage=usage,
+                           **_token_id_fields(body))
 
 
-def parse_completion(body, model_name: str, limits: ServerLimits) -> GenerationRequest:
-  """Validates a /v1/completions body (one prompt string); as `parse_chat`.
+def _flag(body: dict, field: str) -> bool:
+  value = body.get(field)
+  if value is not None and not isinstance(value, bool):
+    raise RequestError(400, f"{field} must be a boolean", param=field)
+  return bool(value)
+
+
+def _token_id_fields(body: dict) -> dict:
+  return {"return_token_ids": _flag(body, "return_token_ids"),
+          "tokens_as_ids": _flag(body, "return_tokens_as_token_ids")}
+
+
+def _is_ids(x) -> bool:
+  return isinstance(x, list) and bool(x) and all(
+      isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in x)
+
+
+def completion_prompts(prompt) -> list[str | list[int]]:
+  """The prompts of a /v1/completions body, as the API allows them.
 
   Args:
-    body: the decoded JSON; "prompt" is a string or a one-element list of one.
-    model_name: the served model's id (a body naming another gets 404).
-    limits: max_new_tokens and max_batch (the largest n) apply here.
+    prompt: a string, a list of strings, a list of token ids, or a list of lists of token ids.
   Returns:
-    GenerationRequest of kind "completion"; legacy `logprobs=K` becomes top_logprobs K.
+    One entry per prompt: a string or a list of token ids.
+  Raises:
+    RequestError: 400 for an empty prompt or any other shape.
+  """
+  if isinstance(prompt, str):
+    prompts = [prompt]
+  elif _is_ids(prompt):
+    prompts = [prompt]
+  elif isinstance(prompt, list) and prompt and all(isinstance(p, str) or _is_ids(p)
+                                                   for p in prompt):
+    prompts = prompt
+  else:
+    raise RequestError(400, "prompt must be a string, a list of strings, a list of token ids or "
+                            "a list of lists of token ids (all non-empty, ids >= 0)",
+                       param="prompt")
+  if any(p == "" for p in prompts):
+    raise RequestError(400, "prompt must not be an empty string", param="prompt")
+  return prompts
+
+
+def parse_completion(body, model_name: str, limits: ServerLimits) -> list[GenerationRequest]:
+  """Validates a /v1/completions body; as `parse_chat`, one request per prompt.
+
+  Args:
+    body: the decoded JSON; "prompt" as `completion_prompts` accepts it; `echo` returns the
+      prompt (with its log-probs when `logprobs` is set), and `max_tokens=0` is allowed with it.
+    model_name: the served model's id (a body naming another gets 404).
+    limits: max_new_tokens and max_batch (the largest n, and the most prompts x n) apply here.
+  Returns:
+    GenerationRequests of kind "completion", in prompt order (token-id prompts carry their
+    prompt_ids); legacy `logprobs=K` becomes top_logprobs K.
   """
   body = _require_object(body)
   check_model(body, model_name)
   _unsupported(body, COMPLETION_FIELDS)
-  prompt = body.get("prompt")
-  if isinstance(prompt, list) and len(prompt) == 1:
-    prompt = prompt[0]
-  if not isinstance(prompt, str) or not prompt:
-    raise RequestError(400, "prompt must be one non-empty string (batches of prompts: send one "
-                            "request each)", param="prompt")
+  prompts = completion_prompts(body.get("prompt"))
+  echo = _flag(body, "echo")
   top = _integer(body, "logprobs", None, 0, 5)  # the legacy API: an int, up to 5 alternatives
   stream, usage = _stream_fields(body)
-  return GenerationRequest("completion", prompt, _sampling(body, limits, "max_tokens"),
-                           n=_integer(body, "n", 1, 1, limits.max_batch),
-                           logprobs=top is not None, top_logprobs=top or 0, stream=stream,
-                           include_usage=usage)
+  n = _integer(body, "n", 1, 1, limits.max_batch)
+  if len(prompts) * n > limits.max_batch:
+    raise RequestError(400, f"{len(prompts)} prompts x n={n} = {len(prompts) * n} choices exceed "
+                            f"this server's max_batch limit of {limits.max_batch}",
+                       param="prompt")
+  params = _sampling(body, limits, "max_tokens", allow_zero=echo)
+  score_only = echo and body.get("max_tokens") == 0
+  if score_only and stream:
+    raise RequestError(400, "max_tokens=0 (scoring) cannot stream", param="stream")
+  return [GenerationRequest("completion", p, params, n=n, logprobs=top is not None,
+                            top_logprobs=top or 0, stream=stream, include_usage=usage,
+                            prompt_ids=None if isinstance(p, str) else list(p), echo=echo,
+                            score_only=score_only, **_token_id_fields(body))
+          for p in prompts]
 
 
 def parse_embeddings(body, model_name: str, limits: ServerLimits) -> tuple[list[str], str]:

@@ -6,8 +6,7 @@ seeded request gives the same sample whatever shares its batch) and its own toke
 between decode chunks the engine stops rows whose request was cancelled, whose deadline passed or
 whose budget is spent. Log-probs and top log-probs come from the sampler.
 
-`BackendEngine` serves any other `Backend` (scripted policies, a remote API) through
-`backend.generate`: chat only, no log-probs, no cancellation inside a batch.
+`BackendEngine` (backend_engine.py) serves any other `Backend`.
 
 A failure in a batch is retried request by request, so one bad request fails alone.
 """
@@ -23,7 +22,7 @@ from absl import logging
 from flax import nnx
 
 from lib import sampling
-from lib.llm.backend import Backend, Completion, Usage
+from lib.llm.backend import Completion, Usage
 from lib.llm.flax_backend import FlaxBackend
 from lib.llm.server.admission import MAX_TOP_LOGPROBS, GenerationRequest, RequestError
 
@@ -35,12 +34,18 @@ class Cancelled(Exception):
 @dataclasses.dataclass
 class Choice:
   """One sampled continuation. logprobs: per token (None unless asked); top_logprobs: per token,
-  the (token id, log-prob) alternatives, most likely first."""
+  the (token id, log-prob) alternatives, most likely first. The prompt_* fields are set for
+  echo (prompt_text; with logprobs also its tokens' log-probs, None for the first token, which
+  has no context) and for return_token_ids (prompt_token_ids)."""
   text: str
   finish_reason: str
   token_ids: list[int]
   logprobs: list[float] | None = None
   top_logprobs: list[list[tuple[int, float]]] | None = None
+  prompt_text: str | None = None
+  prompt_token_ids: list[int] | None = None
+  prompt_logprobs: list[float | None] | None = None
+  prompt_top_logprobs: list[list[tuple[int, float]] | None] | None = None
 
 
 @dataclasses.dataclass
@@ -49,6 +54,20 @@ class Generation:
   choices: list[Choice]
   prompt_tokens: int | None
   completion_tokens: int | None
+
+  @classmethod
+  def merge(cls, parts: list["Generation"]) -> "Generation":
+    """One answer for a request of several prompts: their choices in prompt order, token counts
+    added (None if any part has none).
+
+    Args:
+      parts: one Generation per prompt.
+    Returns:
+      The merged Generation.
+    """
+    add = lambda xs: None if any(x is None for x in xs) else sum(xs)
+    return cls([c for g in parts for c in g.choices], add([g.prompt_tokens for g in parts]),
+               add([g.completion_tokens for g in parts]))
 
 
 # stop_rows() -> [bool] per request of the batch: stop it now. progress(): the worker is alive.
@@ -153,6 +172,12 @@ class FlaxEngine:
   def prompt_ids(self, request: GenerationRequest) -> list[int]:
     """Token ids of the request's prompt (chat: rendered with the generation prompt); raises
     RequestError 400 if it encodes to zero tokens. Args: request: a parsed GenerationRequest."""
+    if request.prompt_ids is not None:  # given as token ids
+      vocab = self.backend.model.config.vocab_size
+      if max(request.prompt_ids) >= vocab:
+        raise RequestError(400, f"prompt token id {max(request.prompt_ids)} is outside the "
+                                f"vocabulary (size {vocab})", param="prompt")
+      return list(request.prompt_ids)
     text = request.prompt
     if request.kind == "chat":
       text = self.tokenizer.apply_chat_template(request.prompt, tokenize=False,
@@ -195,10 +220,15 @@ class FlaxEngine:
     """
     # Requests share a sampler call when their traced/static sampling settings agree.
     groups: dict[tuple, list[int]] = {}
+    out: list = [None] * len(requests)
     for i, r in enumerate(requests):
+      if r.score_only:  # echo with max_tokens=0: only the prompt is scored, below
+        out[i] = Generation([Choice("", "length", [], [] if r.logprobs else None,
+                                    [] if r.logprobs else None) for _ in range(r.n)],
+                            len(r.prompt_ids), 0)
+        continue
       p = r.params
       groups.setdefault((p.temperature, p.top_p, p.top_k, bool(r.top_logprobs)), []).append(i)
-    out: list = [None] * len(requests)
     for idx in groups.values():
       for batch in _pack(idx, [requests[i].n for i in idx], self.max_batch):
         sub = [requests[i] for i in batch]
@@ -207,7 +237,40 @@ class FlaxEngine:
             [sub[k] for k in pick], lambda: [sub_stop()[k] for k in pick], progress)
         for i, result in zip(batch, generate_isolated(run, sub, sub_stop)):
           out[i] = result
+    self._add_prompts(requests, out, progress)
     return out
+
+  def _add_prompts(self, requests, out, progress) -> None:
+    """Echo: the prompt's text (and, with logprobs, its tokens' log-probs from one batched
+    teacher-forced forward, `FlaxBackend.score`) on every choice; return_token_ids: the
+    prompt's ids. A scoring failure fails the echo requests alone."""
+    answered = [i for i, r in enumerate(requests)
+                if isinstance(out[i], Generation) and (r.echo or r.return_token_ids)]
+    scored = [i for i in answered if requests[i].echo and requests[i].logprobs]
+    scores = {}
+    if scored:
+      progress()
+      try:
+        top = max(requests[i].top_logprobs for i in scored)
+        scores = dict(zip(scored, self.backend.score([requests[i].prompt_ids for i in scored],
+                                                     top)))
+      except Exception as e:  # pylint: disable=broad-except
+        for i in scored:
+          out[i] = e
+    for i in answered:
+      r = requests[i]
+      if not isinstance(out[i], Generation):
+        continue
+      for c in out[i].choices:
+        c.prompt_token_ids = list(r.prompt_ids)
+        if r.echo:
+          c.prompt_text = r.prompt if isinstance(r.prompt, str) else \
+              self.tokenizer.decode(r.prompt_ids)
+        if i in scores:
+          k, sc = r.top_logprobs, scores[i]
+          c.prompt_logprobs = sc["logprobs"]
+          c.prompt_top_logprobs = [None] + [list(zip(ids[:k], lps[:k])) for ids, lps in
+                                            zip(sc["top_ids"][1:], sc["top_logprobs"][1:])]
 
   def _partial_text(self, token_ids: list[int], stop: tuple[str, ...]) -> tuple[str, bool]:
     """Text of a row still being decoded -> (the part safe to stream, whether a stop string
@@ -306,85 +369,3 @@ def _pack(indices: list[int], rows: list[int], max_rows: int) -> list[list[int]]
     current.append(i)
     used += n
   return batches + ([current] if current else [])
-
-
-class BackendEngine:
-  """Any `Backend` behind the server: chat completions and embeddings, no log-probs."""
-
-  supports_logprobs = False
-  supports_completions = False
-  context_length = None
-
-  def __init__(self, backend: Backend):
-    self.backend, self.usage = backend, backend.usage
-
-  def prompt_ids(self, request):
-    """Always None: the backend tokenizes (if at all) on its side.
-    Args: request: unused."""
-    return None
-
-  def token_text(self, token_id):
-    """Not supported (no log-probs): raises NotImplementedError.
-    Args: token_id: unused."""
-    raise NotImplementedError
-
-  def count_tokens(self, texts):
-    """Always None: this engine cannot count tokens.
-    Args: texts: unused."""
-    return None
-
-  def embed(self, texts):
-    """The backend's embeddings [len(texts), D] float32 (raises where it has none).
-    Args: texts: the input strings."""
-    return self.backend.embed(texts)
-
-  def generate(self, requests, stop_rows, progress):
-    """Answers chat requests through `backend.generate`, n conversations per request.
-
-    Args:
-      requests: admitted chat GenerationRequests.
-      stop_rows: () -> per request, whether it was cancelled (checked only on retries).
-      progress: called once before the batch.
-    Returns:
-      Per request a Generation, Cancelled, or the Exception that failed it alone.
-    """
-    progress()
-
-    def run(pick):
-      convs, params, owners = [], [], []
-      for i in pick:
-        r = requests[i]
-        for j in range(r.n):  # n choices: n conversations, seeds spread so they differ
-          seed = None if r.params.seed is None else r.params.seed + j
-          convs.append(r.prompt)
-          params.append(r.params.replace(seed=seed) if r.n > 1 else r.params)
-          owners.append(i)
-      answers = {i: Generation([], 0, 0) for i in pick}
-      for i, c in zip(owners, self.backend.generate(convs, params)):
-        if not c.ok:
-          raise RuntimeError(f"{c.error}: {c.error_detail}")
-        a = answers[i]
-        a.choices.append(Choice(c.text, c.finish_reason or "stop", []))
-        a.prompt_tokens = c.input_tokens
-        a.completion_tokens = (None if c.output_tokens is None or a.completion_tokens is None
-                               else a.completion_tokens + c.output_tokens)
-      return [answers[i] for i in pick]
-
-    return generate_isolated(run, requests, stop_rows)
-
-
-def make_engine(backend: Backend, chunk_size: int = 16, max_batch: int = 32) -> Engine:
-  """The engine for `backend`.
-
-  Args:
-    backend: a FlaxBackend gets FlaxEngine (chunked, cancellable, log-probs); any other
-      Backend gets BackendEngine.
-    chunk_size: decode steps between cancellation checks (FlaxEngine).
-    max_batch: rows per sampler call (FlaxEngine).
-  Returns:
-    An Engine.
-  """
-  if isinstance(backend, FlaxBackend):
-    return FlaxEngine(backend, chunk_size=chunk_size, max_batch=max_batch)
-  return BackendEngine(backend)
-

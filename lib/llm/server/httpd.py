@@ -1,7 +1,8 @@
 """An OpenAI-compatible HTTP server over any `Backend`.
 
-Routes: POST /v1/chat/completions, /v1/completions, /v1/embeddings; GET /v1/models,
-/v1/models/{id}, /health (worker state: queue depth, busy since, progress; 503 when stuck).
+Routes (routes.py): POST /v1/chat/completions, /v1/completions, /v1/embeddings, /tokenize,
+/detokenize; GET /v1/models, /v1/models/{id}, /health (worker state: queue depth, busy since,
+progress; 503 when stuck). Any other route is a 404 that lists these.
 
 Stack: the standard library's `ThreadingHTTPServer`, one thread per connection. Chosen over an
 ASGI server (uvicorn/starlette) because it adds no dependency to the core install and the model
@@ -31,10 +32,10 @@ import time
 from absl import logging
 
 from lib.llm.backend import Backend
-from lib.llm.server import responses
-from lib.llm.server.admission import (RequestError, ServerLimits, admit, parse_chat,
-                                      parse_completion, parse_embeddings)
-from lib.llm.server.engine import Cancelled, make_engine
+from lib.llm.server import responses, routes
+from lib.llm.server.admission import RequestError, ServerLimits
+from lib.llm.server.backend_engine import make_engine
+from lib.llm.server.engine import Cancelled
 from lib.llm.server.worker import Job, ModelWorker
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -139,50 +140,14 @@ class OpenAIServer:
     return hmac.compare_digest((header or "").encode(), expected)
 
   def prepare(self, route: str, body) -> Job:
-    """Validates and admits a request.
-
-    Args:
-      route: "/v1/chat/completions", "/v1/completions" or "/v1/embeddings".
-      body: the decoded JSON body.
-    Returns:
-      A Job for the worker (prompt tokenised and checked against the limits).
-    Raises:
-      RequestError: the 4xx to answer with.
-    """
-    if route == "/v1/embeddings":
-      return Job("embed", parse_embeddings(body, self.model_name, self.limits), 1,
-                 self.limits.request_timeout_s)
-    if route == "/v1/completions" and not self.engine.supports_completions:
-      raise RequestError(404, "this backend serves chat completions only", "not_found")
-    parse = parse_chat if route == "/v1/chat/completions" else parse_completion
-    request = parse(body, self.model_name, self.limits)
-    if request.logprobs and not self.engine.supports_logprobs:
-      raise RequestError(400, "logprobs are not available from this backend", param="logprobs")
-    request.prompt_ids = self.engine.prompt_ids(request)
-    if request.prompt_ids is not None:
-      admit(request, len(request.prompt_ids), self.limits)
-    return Job("generate", request, request.n, self.limits.request_timeout_s)
+    """A Job for the worker (`routes.prepare`). Args: route, body: the request's. Raises:
+    RequestError: the 4xx to answer with."""
+    return routes.prepare(self.engine, self.model_name, self.limits, route, body)
 
   def answer(self, route: str, job: Job):
-    """The response body of a finished non-stream job.
-
-    Args:
-      route: the request's route (unused: the job's kind and request kind decide).
-      job: a done Job.
-    Returns:
-      The chat, completion or embeddings response dict.
-    Raises:
-      Exception: the job's error, if it failed.
-    """
-    if job.error is not None:
-      raise job.error
-    if job.kind == "embed":
-      texts, encoding = job.payload
-      return responses.embeddings_response(self.model_name, job.result,
-                                           self.engine.count_tokens(texts), encoding)
-    request, text = job.payload, self.engine.token_text
-    build = responses.chat_response if request.kind == "chat" else responses.completion_response
-    return build(job.request_id, self.model_name, job.result, text)
+    """The body of a finished non-stream job (`routes.answer`; its error raised if it failed).
+    Args: route: unused (the job's kind decides). job: a done Job."""
+    return routes.answer(self.engine, self.model_name, job)
 
   def _handler_class(self):
     return _make_handler(self)
@@ -225,8 +190,7 @@ def _make_handler(server: OpenAIServer):
       """Streams a generation as it decodes: text arrives between decode chunks through
       `updates`; the rest, the finish reasons and usage once the job is done. False when the
       client went away (the job is then cancelled)."""
-      request = job.payload
-      fmt = responses.StreamFormat(request, job.request_id, server.model_name,
+      fmt = responses.StreamFormat(job.payload, job.request_id, server.model_name,
                                    server.engine.token_text)
       self.send_response(200)
       self.send_header("Content-Type", "text/event-stream")
@@ -234,7 +198,7 @@ def _make_handler(server: OpenAIServer):
       self.send_header("Connection", "close")
       self.end_headers()
       self.close_connection = True  # the stream's end is the connection's end
-      sent = [""] * request.n
+      sent = [""] * job.rows
       try:
         for chunk in fmt.start():
           self._event(chunk)
@@ -286,13 +250,19 @@ def _make_handler(server: OpenAIServer):
           status = self._get(route)
           return
         body = self._read_body()
-        if route not in ("/v1/chat/completions", "/v1/completions", "/v1/embeddings"):
-          raise RequestError(404, f"no route POST {self.path}", "not_found")
+        if route in routes.TOKEN_ROUTES:
+          self._write(200, routes.tokens(server.engine, server.model_name, server.limits, route,
+                                         body))
+          return
+        if route not in routes.GENERATION_ROUTES:
+          raise routes.no_route("POST", self.path)
         prepared = server.prepare(route, body)
-        streaming = prepared.kind == "generate" and prepared.payload.stream
+        streaming = prepared.kind == "generate" and prepared.payload[0].stream
         if streaming:
-          updates = queue.Queue()
-          prepared.payload.on_text = lambda i, text: updates.put((i, text))
+          updates, offset = queue.Queue(), 0
+          for r in prepared.payload:  # choice indices run on across the prompts
+            r.on_text = lambda i, text, o=offset: updates.put((o + i, text))
+            offset += r.n
         job = server.worker.submit(prepared)
         if streaming:
           if not self._stream(job, updates):
@@ -348,7 +318,7 @@ def _make_handler(server: OpenAIServer):
       if route.startswith("/v1/models/"):
         raise RequestError(404, f"model {route.split('/', 3)[3]!r} not found; this server "
                                 f"serves {server.model_name!r}", "model_not_found")
-      raise RequestError(404, f"no route GET {self.path}", "not_found")
+      raise routes.no_route("GET", self.path)
 
     def _read_body(self):
       raw_length = self.headers.get("Content-Length")

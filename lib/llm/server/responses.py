@@ -56,29 +56,57 @@ def chat_logprobs(choice: Choice, token_text: TokenText) -> dict | None:
       for i, (t, lp) in enumerate(zip(choice.token_ids, choice.logprobs))], "refusal": None}
 
 
+def token_namer(token_text: TokenText, as_ids: bool) -> TokenText:
+  """How log-prob entries name a token: its text, or "token_id:<id>" (vLLM's
+  return_tokens_as_token_ids, which round-trips tokens that are not whole characters).
+
+  Args:
+    token_text: token id -> its text.
+    as_ids: name tokens by id.
+  Returns:
+    token id -> its name.
+  """
+  return (lambda t: f"token_id:{t}") if as_ids else token_text
+
+
 def completion_logprobs(choice: Choice, token_text: TokenText) -> dict | None:
-  """A choice's legacy completions-API `logprobs` block.
+  """A choice's legacy completions-API `logprobs` block; with echo the prompt's tokens come
+  first (the first one's log-prob and alternatives are null: it has no context).
 
   Args:
     choice: the sampled Choice (logprobs and top_logprobs per token, or None).
     token_text: token id -> its text.
   Returns:
-    {"tokens", "token_logprobs", "text_offset" (character offset of each token in the
-    completion), "top_logprobs" ({text: log-prob} per token)}, or None without log-probs.
+    {"tokens", "token_logprobs", "text_offset" (character offset of each token in the returned
+    text), "top_logprobs" ({text: log-prob} per token)}, or None without log-probs.
   """
   if choice.logprobs is None:
     return None
-  tokens = [token_text(t) for t in choice.token_ids]
+  ids, lps, tops = list(choice.token_ids), list(choice.logprobs), list(choice.top_logprobs)
+  if choice.prompt_logprobs is not None:
+    ids = choice.prompt_token_ids + ids
+    lps = choice.prompt_logprobs + lps
+    tops = choice.prompt_top_logprobs + tops
+  tokens = [token_text(t) for t in ids]
   offsets = [sum(len(x) for x in tokens[:i]) for i in range(len(tokens))]
-  return {"tokens": tokens, "token_logprobs": choice.logprobs, "text_offset": offsets,
-          "top_logprobs": [{token_text(a): alp for a, alp in top} for top in choice.top_logprobs]}
+  return {"tokens": tokens, "token_logprobs": lps, "text_offset": offsets,
+          "top_logprobs": [None if top is None else {token_text(a): alp for a, alp in top}
+                           for top in tops]}
+
+
+def _token_ids(request: GenerationRequest | None, choice: Choice) -> dict:
+  """vLLM's return_token_ids fields of a choice: prompt_token_ids and token_ids."""
+  if request is None or not request.return_token_ids:
+    return {}
+  return {"prompt_token_ids": choice.prompt_token_ids, "token_ids": list(choice.token_ids)}
 
 
 def _head(request_id: str, obj: str, model: str) -> dict:
   return {"id": request_id, "object": obj, "created": int(time.time()), "model": model}
 
 
-def chat_response(request_id: str, model: str, gen: Generation, token_text: TokenText) -> dict:
+def chat_response(request_id: str, model: str, gen: Generation, token_text: TokenText,
+                  request: GenerationRequest | None = None) -> dict:
   """The non-streamed `chat.completion` body.
 
   Args:
@@ -86,32 +114,40 @@ def chat_response(request_id: str, model: str, gen: Generation, token_text: Toke
     model: the served model name.
     gen: the answered Generation (one choice per `n`).
     token_text: token id -> its text, for log-probs.
+    request: the parsed request (its return_token_ids / tokens_as_ids options), if any.
   Returns:
     The response dict: id, object, created, model, choices (message, logprobs, finish_reason),
     usage.
   """
+  name = token_namer(token_text, request is not None and request.tokens_as_ids)
   return {**_head(f"chatcmpl-{request_id}", "chat.completion", model),
           "choices": [{"index": i, "message": {"role": "assistant", "content": c.text},
-                       "logprobs": chat_logprobs(c, token_text),
-                       "finish_reason": c.finish_reason} for i, c in enumerate(gen.choices)],
+                       "logprobs": chat_logprobs(c, name),
+                       "finish_reason": c.finish_reason, **_token_ids(request, c)}
+                      for i, c in enumerate(gen.choices)],
           "usage": usage(gen)}
 
 
 def completion_response(request_id: str, model: str, gen: Generation,
-                        token_text: TokenText) -> dict:
-  """The `text_completion` body (see `chat_response`; choices carry `text` and legacy logprobs).
+                        token_text: TokenText, request: GenerationRequest | None = None) -> dict:
+  """The `text_completion` body (see `chat_response`; choices carry `text` -- after the prompt
+  with echo -- and legacy logprobs).
 
   Args:
     request_id: the job's id (the body's id is `cmpl-<request_id>`).
     model: the served model name.
     gen: the answered Generation.
     token_text: token id -> its text, for log-probs.
+    request: the parsed request (return_token_ids / tokens_as_ids), if any.
   Returns:
     The response dict: id, object, created, model, choices, usage.
   """
+  name = token_namer(token_text, request is not None and request.tokens_as_ids)
   return {**_head(f"cmpl-{request_id}", "text_completion", model),
-          "choices": [{"index": i, "text": c.text, "logprobs": completion_logprobs(c, token_text),
-                       "finish_reason": c.finish_reason} for i, c in enumerate(gen.choices)],
+          "choices": [{"index": i, "text": (c.prompt_text or "") + c.text,
+                       "logprobs": completion_logprobs(c, name),
+                       "finish_reason": c.finish_reason, **_token_ids(request, c)}
+                      for i, c in enumerate(gen.choices)],
           "usage": usage(gen)}
 
 
@@ -120,9 +156,12 @@ class StreamFormat:
   while decoding, `end(gen, sent)` (the rest of each choice's text with its log-probs, the
   finish_reason chunks, the usage chunk when `stream_options.include_usage`)."""
 
-  def __init__(self, request: GenerationRequest, request_id: str, model: str,
+  def __init__(self, requests: list[GenerationRequest], request_id: str, model: str,
                token_text: TokenText):
-    self.request, self.token_text = request, token_text
+    # One request per prompt; they share every option, and their choices are numbered on.
+    request = requests[0]
+    self.request, self.choices = request, sum(r.n for r in requests)
+    self.token_text = token_namer(token_text, request.tokens_as_ids)
     self.chat = request.kind == "chat"
     self.head = (_head(f"chatcmpl-{request_id}", "chat.completion.chunk", model) if self.chat
                  else _head(f"cmpl-{request_id}", "text_completion", model))
@@ -142,7 +181,7 @@ class StreamFormat:
       return []
     return [{**self.head, "choices": [{"index": i, "delta": {"role": "assistant", "content": ""},
                                        "logprobs": None, "finish_reason": None}],
-             **self.with_usage} for i in range(self.request.n)]
+             **self.with_usage} for i in range(self.choices)]
 
   def delta(self, i: int, text: str) -> dict:
     """A stream chunk with new text of one choice (no log-probs, no finish_reason).

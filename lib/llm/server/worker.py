@@ -16,12 +16,12 @@ import uuid
 from absl import logging
 
 from lib.llm.server.admission import RequestError, ServerLimits
-from lib.llm.server.engine import Cancelled, Engine
+from lib.llm.server.engine import Cancelled, Engine, Generation
 
 
 class Job:
-  """One request's work: kind "generate" (payload: GenerationRequest) or "embed" (payload:
-  (texts, encoding_format))."""
+  """One request's work: kind "generate" (payload: its GenerationRequests, one per prompt; rows:
+  their choices) or "embed" (payload: (texts, encoding_format))."""
 
   def __init__(self, kind: str, payload, rows: int, timeout_s: float):
     self.kind, self.payload, self.rows = kind, payload, rows
@@ -179,14 +179,18 @@ class ModelWorker:
   def _run(self, jobs: list[Job]) -> None:
     gen = [j for j in jobs if j.kind == "generate"]
     if gen:
-      results = self.engine.generate([j.payload for j in gen],
-                                      lambda: [j.should_stop() for j in gen], self._progress)
+      owner = [k for k, j in enumerate(gen) for _ in j.payload]
+      results = self.engine.generate([r for j in gen for r in j.payload],
+                                      lambda: [gen[k].should_stop() for k in owner],
+                                      self._progress)
       self.batches.append(len(gen))
-      for job, result in zip(gen, results):
-        if isinstance(result, Exception):
-          job.finish(error=result)
+      for k, job in enumerate(gen):
+        mine = [res for res, o in zip(results, owner) if o == k]
+        error = next((res for res in mine if isinstance(res, Exception)), None)
+        if error is not None:
+          job.finish(error=error)
         else:
-          job.finish(result=result)
+          job.finish(result=Generation.merge(mine))
     for job in jobs:
       if job.kind == "embed":
         try:

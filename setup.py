@@ -64,6 +64,7 @@ EXTRAS = {
         "pytest-xdist>=3.8,<4",
         "hypothesis>=6.170,<7",
         "openai>=3.57,<4",  # the official SDK drives experiments/serve.py in the server tests
+        "lm-eval[api]==0.4.13",  # lm-evaluation-harness's local-completions client, in the server tests
         # Exactly this version: it installs from the CPU wheel on disk; any other pulls CUDA.
         "torch==2.13.0",
         *ENVS,

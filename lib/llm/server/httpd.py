@@ -1,8 +1,8 @@
 """An OpenAI-compatible HTTP server over any `Backend`.
 
 Routes (routes.py): POST /v1/chat/completions, /v1/completions, /v1/embeddings, /tokenize,
-/detokenize; GET /v1/models, /v1/models/{id}, /health (worker state: queue depth, busy since,
-progress; 503 when stuck). Any other route is a 404 that lists these.
+/detokenize; GET /v1/models, /v1/models/{id}, /tokenizer_info, /health (worker state: queue
+depth, busy since, progress; 503 when stuck). Any other route is a 404 that lists these.
 
 Stack: the standard library's `ThreadingHTTPServer`, one thread per connection. Chosen over an
 ASGI server (uvicorn/starlette) because it adds no dependency to the core install and the model
@@ -314,6 +314,9 @@ def _make_handler(server: OpenAIServer):
         return 200
       if route == f"/v1/models/{server.model_name}":
         self._write(200, responses.model_card(server.model_name, server.created))
+        return 200
+      if route == "/tokenizer_info":
+        self._write(200, routes.tokenizer_info(server.engine))
         return 200
       if route.startswith("/v1/models/"):
         raise RequestError(404, f"model {route.split('/', 3)[3]!r} not found; this server "

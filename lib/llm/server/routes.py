@@ -1,7 +1,8 @@
 """What each POST route does with a decoded body, between the HTTP transport (httpd.py) and the
 model worker: validate and admit a generation or embeddings request as a worker `Job`, build the
-finished job's response body, and answer /tokenize and /detokenize (vLLM's token-in/token-out
-endpoints) on the connection's thread, without the worker.
+finished job's response body, and answer /tokenize, /detokenize and /tokenizer_info (vLLM's
+token-in/token-out endpoints; lm-evaluation-harness tokenizes through them) on the connection's
+thread, without the worker.
 """
 from lib.llm.server import responses
 from lib.llm.server.admission import (GenerationRequest, RequestError, ServerLimits, admit,
@@ -13,7 +14,7 @@ from lib.llm.server.worker import Job
 GENERATION_ROUTES = ("/v1/chat/completions", "/v1/completions", "/v1/embeddings")
 TOKEN_ROUTES = ("/tokenize", "/detokenize")
 POST_ROUTES = GENERATION_ROUTES + TOKEN_ROUTES
-GET_ROUTES = ("/v1/models", "/v1/models/{id}", "/health")
+GET_ROUTES = ("/v1/models", "/v1/models/{id}", "/tokenizer_info", "/health")
 
 
 def no_route(method: str, path: str) -> RequestError:
@@ -134,4 +135,23 @@ def tokens(engine: Engine, model_name: str, limits: ServerLimits, route: str, bo
   return {"count": len(ids), "max_model_len": limits.context_length, "tokens": ids}
 
 
-__all__ = ["GenerationRequest", "answer", "no_route", "prepare", "tokens"]
+def tokenizer_info(engine: Engine) -> dict:
+  """GET /tokenizer_info, as vLLM serves it: the special tokens and the chat template.
+
+  Args:
+    engine: the server's engine (its tokenizer).
+  Returns:
+    {"tokenizer_class", "eos_token", "bos_token", "pad_token", "chat_template",
+    "model_max_length"}.
+  Raises:
+    RequestError: 404 for a backend without a tokenizer.
+  """
+  tokenizer = getattr(engine, "tokenizer", None)
+  if tokenizer is None:
+    raise RequestError(404, "/tokenizer_info: this backend has no tokenizer", "not_found")
+  return {"tokenizer_class": type(tokenizer).__name__, "eos_token": tokenizer.eos_token,
+          "bos_token": tokenizer.bos_token, "pad_token": tokenizer.pad_token,
+          "chat_template": tokenizer.chat_template, "model_max_length": engine.context_length}
+
+
+__all__ = ["GenerationRequest", "answer", "no_route", "prepare", "tokenizer_info", "tokens"]

@@ -68,7 +68,7 @@ class GenerationRequest:
   return_tokens_as_token_ids). on_text: for streams, called as on_text(choice index, new text)
   between decode chunks with text that is final (a prefix of the choice's text).
   """
-  kind: str  # "chat" | "completion"
+  kind: str  # "chat" | "completion" | "response" (/v1/responses: a conversation, like chat)
   prompt: list | str
   params: SamplingParams
   n: int = 1
@@ -375,7 +375,7 @@ def admit(request: GenerationRequest, prompt_tokens: int, limits: ServerLimits) 
   if prompt_tokens > limits.max_prompt_tokens:
     raise RequestError(400, f"prompt has {prompt_tokens} tokens, over this server's "
                             f"max_prompt_tokens limit of {limits.max_prompt_tokens}",
-                       param="messages" if request.kind == "chat" else "prompt")
+                       param="prompt" if request.kind == "completion" else "messages")
   total = prompt_tokens + request.params.max_tokens
   if limits.context_length is not None and total > limits.context_length:
     raise RequestError(400, f"prompt ({prompt_tokens} tokens) + max_tokens "

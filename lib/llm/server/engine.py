@@ -179,7 +179,7 @@ class FlaxEngine:
                                 f"vocabulary (size {vocab})", param="prompt")
       return list(request.prompt_ids)
     text = request.prompt
-    if request.kind == "chat":
+    if request.kind != "completion":  # chat and /v1/responses: a conversation
       text = self.tokenizer.apply_chat_template(request.prompt, tokenize=False,
                                                 add_generation_prompt=True,
                                                 **self.backend.template_kwargs)

@@ -1,7 +1,7 @@
 """An OpenAI-compatible HTTP server over any `Backend`.
 
-Routes (routes.py): POST /v1/chat/completions, /v1/completions, /v1/embeddings, /tokenize,
-/detokenize; GET /v1/models, /v1/models/{id}, /tokenizer_info, /health (worker state: queue
+Routes (routes.py): POST /v1/chat/completions, /v1/completions, /v1/responses, /v1/embeddings,
+/tokenize, /detokenize; GET /v1/models, /v1/models/{id}, /tokenizer_info, /health (worker state: queue
 depth, busy since, progress; 503 when stuck). Any other route is a 404 that lists these.
 
 Stack: the standard library's `ThreadingHTTPServer`, one thread per connection. Chosen over an

@@ -4,14 +4,15 @@ finished job's response body, and answer /tokenize, /detokenize and /tokenizer_i
 token-in/token-out endpoints; lm-evaluation-harness tokenizes through them) on the connection's
 thread, without the worker.
 """
-from lib.llm.server import responses
+from lib.llm.server import responses, responses_api
 from lib.llm.server.admission import (GenerationRequest, RequestError, ServerLimits, admit,
                                       check_model, parse_chat, parse_completion,
                                       parse_embeddings)
 from lib.llm.server.engine import Engine
 from lib.llm.server.worker import Job
 
-GENERATION_ROUTES = ("/v1/chat/completions", "/v1/completions", "/v1/embeddings")
+GENERATION_ROUTES = ("/v1/chat/completions", "/v1/completions", "/v1/responses",
+                     "/v1/embeddings")
 TOKEN_ROUTES = ("/tokenize", "/detokenize")
 POST_ROUTES = GENERATION_ROUTES + TOKEN_ROUTES
 GET_ROUTES = ("/v1/models", "/v1/models/{id}", "/tokenizer_info", "/health")
@@ -42,8 +43,12 @@ def prepare(engine: Engine, model_name: str, limits: ServerLimits, route: str, b
     return Job("embed", parse_embeddings(body, model_name, limits), 1, limits.request_timeout_s)
   if route == "/v1/completions" and not engine.supports_completions:
     raise RequestError(404, "this backend serves chat completions only", "not_found")
-  requests = ([parse_chat(body, model_name, limits)] if route == "/v1/chat/completions"
-              else parse_completion(body, model_name, limits))
+  if route == "/v1/completions":
+    requests = parse_completion(body, model_name, limits)
+  elif route == "/v1/responses":
+    requests = [responses_api.parse_response(body, model_name, limits)]
+  else:
+    requests = [parse_chat(body, model_name, limits)]
   for request in requests:
     if (request.logprobs or request.echo or request.return_token_ids
         or request.tokens_as_ids) and not engine.supports_logprobs:
@@ -76,6 +81,8 @@ def answer(engine: Engine, model_name: str, job: Job) -> dict:
     return responses.embeddings_response(model_name, job.result, engine.count_tokens(texts),
                                          encoding)
   request = job.payload[0]  # the options every prompt of the request shares
+  if request.kind == "response":
+    return responses_api.response_body(job.request_id, model_name, job.result)
   build = responses.chat_response if request.kind == "chat" else responses.completion_response
   return build(job.request_id, model_name, job.result, engine.token_text, request)
 

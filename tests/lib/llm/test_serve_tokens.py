@@ -176,10 +176,32 @@ def test_token_routes_refuse_bad_input_in_one_line(served):
 
 
 def test_unknown_routes_list_the_ones_that_exist(served):
-  server, client, _ = served
-  with pytest.raises(openai.NotFoundError) as e:
-    client.responses.create(model="accord", input="hi")
-  assert "/v1/chat/completions" in str(e.value) and "/tokenize" in str(e.value)
+  server, _, _ = served
+  status, err = _post(server, "/v1/audio/speech", {"input": "hi"})
+  assert status == 404
+  assert "/v1/chat/completions" in err["error"]["message"] and "/tokenize" in err["error"]["message"]
+
+
+def test_responses_api_answers_like_chat(served):
+  _, client, _ = served
+  msg = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": PROMPT}]
+  chat = client.chat.completions.create(model="accord", messages=msg, max_tokens=6,
+                                        temperature=0)
+  r = client.responses.create(model="accord", instructions="Be brief.", input=PROMPT,
+                              max_output_tokens=6, temperature=0)
+  assert r.output_text == chat.choices[0].message.content
+  assert r.usage.input_tokens == chat.usage.prompt_tokens
+  assert r.usage.output_tokens == chat.usage.completion_tokens
+  assert r.status == ("incomplete" if chat.choices[0].finish_reason == "length" else "completed")
+  parts = client.responses.create(
+      model="accord", max_output_tokens=6, temperature=0,
+      input=[{"role": "system", "content": "Be brief."},
+             {"role": "user", "content": [{"type": "input_text", "text": PROMPT}]}])
+  assert parts.output_text == r.output_text
+  with pytest.raises(openai.BadRequestError, match="stream"):
+    client.responses.create(model="accord", input=PROMPT, stream=True)
+  with pytest.raises(openai.BadRequestError, match="tools"):
+    client.responses.create(model="accord", input=PROMPT, tools=[{"type": "web_search"}])
 
 
 def test_scores_do_not_depend_on_the_batch_they_share(served):

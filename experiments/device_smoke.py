@@ -1,11 +1,13 @@
-"""Planned vs measured device memory: for each case of `config.cases` and each trainer ("sft",
-"grpo"), the compiled memory plan (lib/memory_plan.py) and one real update step on the device with
-random weights and tokens, then the device's peak bytes (`memory_stats()["peak_bytes_in_use"]`,
-the maximum over the mesh's devices).
+"""Planned vs measured device memory: for each case of `config.cases` and each of its trainers
+("sft", "grpo"), the analytic and the compiled memory plans (lib/memory_plan.py) and two real
+update steps on the device with random weights and tokens, then the device's peak bytes
+(`memory_stats()["peak_bytes_in_use"]`, the maximum over the mesh's devices) and the second
+step's wall time.
 
 Peak counters only grow within a process, so cases run from small to large and each row also
-records the peak before its step; `measured_bytes` is null where the platform reports no memory
-statistics (CPU), and the ratio with it. Results: results.jsonl (one row per case x trainer),
+records the peak before its steps; for exact per-row peaks run one row per process (the config's
+`case=` and `trainer=` args). `measured_bytes` is null where the platform reports no memory
+statistics (CPU), and the ratios with it. Results: results.jsonl (one row per case x trainer),
 summary.json / summary.md.
 """
 import time
@@ -73,16 +75,21 @@ def measure(c, seed: int) -> dict:
                  memory_plan.arch_config(c.model).vocab_size, np.random.default_rng(seed))
   batch = sharding.shard_batch(batch, mesh)
   before = _peak()
+  jitted = sharding.jit_step(step, mesh, state_sh)
   t0 = time.perf_counter()
-  state, metrics = sharding.jit_step(step, mesh, state_sh)(state, batch)
+  state, metrics = jitted(state, batch)
   loss = float(metrics["loss"])
-  seconds = time.perf_counter() - t0
+  t1 = time.perf_counter()
+  state, metrics = jitted(state, batch)     # steady state: compiled, same shapes
+  jax.block_until_ready((state, metrics))
+  t2 = time.perf_counter()
   after = _peak()
   del state, batch
   if trainer == "grpo":
     del reference
   return {"peak_before_bytes": before, "measured_bytes": after, "loss": loss,
-          "step_s_with_compile": seconds}
+          "step_s_with_compile": t1 - t0, "step_s": t2 - t1,
+          "tokens_per_s": p.rows * p.seq_len / (t2 - t1)}
 
 
 def run(config, workdir):
@@ -90,31 +97,41 @@ def run(config, workdir):
   done = {r["case"]: r for r in log.rows()}
   rows = []
   for case in config.cases:
-    for trainer in config.trainers:
+    for trainer in [t for t in config.trainers if t in case.get("trainers", config.trainers)]:
       key = f"{case['name']}/{trainer}"
       if key in done:
         rows.append(done[key])
         continue
       c = case_config(config, case, trainer)
-      plan = memory_plan.compute(c)
+      analytic = memory_plan.compute(c, compile_step=False)
+      plan = memory_plan.compute(c, compile_step=True)
+      device = jax.devices()[0]
       row = {"case": key, "preset": case["preset"], "rows": case["rows"],
-             "seq_len": case["seq_len"], "mesh": plan.mesh, "planned_bytes": plan.per_device_bytes,
-             **measure(c, config.seed)}
-      row["measured_over_planned"] = (None if row["measured_bytes"] is None
-                                      else row["measured_bytes"] / row["planned_bytes"])
+             "seq_len": case["seq_len"], "mesh": plan.mesh, "platform": device.platform,
+             "device_kind": device.device_kind, "analytic_bytes": analytic.per_device_bytes,
+             "planned_bytes": plan.per_device_bytes, **measure(c, config.seed)}
+      measured = row["measured_bytes"]
+      row["measured_over_planned"] = None if measured is None else measured / plan.per_device_bytes
+      row["measured_over_analytic"] = (None if measured is None
+                                       else measured / analytic.per_device_bytes)
       log.append(row)
       rows.append(row)
   log.close()
   measured = [r for r in rows if r["measured_bytes"] is not None]
-  summary = {"platform": jax.devices()[0].platform, "devices": jax.device_count(),
+  summary = {"platform": jax.devices()[0].platform, "device_kind": jax.devices()[0].device_kind,
+             "devices": jax.device_count(),
              "cases": len(rows), "measured_coverage": len(measured),
              "max_measured_over_planned": max((r["measured_over_planned"] for r in measured),
                                               default=None)}
-  table = [{"case": r["case"], "planned GiB": round(r["planned_bytes"] / GIB, 3),
+  table = [{"case": r["case"], "analytic GiB": round(r["analytic_bytes"] / GIB, 3),
+            "compiled plan GiB": round(r["planned_bytes"] / GIB, 3),
             "measured GiB": None if r["measured_bytes"] is None
             else round(r["measured_bytes"] / GIB, 3),
-            "measured / planned": r["measured_over_planned"], "loss": r["loss"]} for r in rows]
+            "measured / compiled": r["measured_over_planned"],
+            "measured / analytic": r["measured_over_analytic"], "step s": round(r["step_s"], 4),
+            "tokens/s": round(r["tokens_per_s"]), "loss": r["loss"]} for r in rows]
   write_summary(workdir, summary, table, title="Device smoke: planned vs measured memory",
-                notes="measured = the device's peak bytes in use after one update step (max over "
-                      "devices); null where the platform reports no memory statistics (CPU).")
+                notes="measured = the device's peak bytes in use after two update steps (max over "
+                      "devices); null where the platform reports no memory statistics (CPU). "
+                      "step s = the second step's wall time (compiled).")
   return summary

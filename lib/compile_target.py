@@ -19,6 +19,7 @@ the other two feed `step_estimate`, a roofline estimate, not a measurement.
 import dataclasses
 import importlib.util
 import os
+import re
 from typing import Any
 
 from lib import console, roofline
@@ -128,6 +129,51 @@ def devices(target: Target) -> list | None:
     raise ValueError(f"plan.target=tpu:{target.topology}: libtpu built {kind!r} devices, expected "
                      f"{target.chip.device_kind!r}")
   return devs
+
+
+_UNITS = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+
+
+def out_of_hbm(error: BaseException) -> tuple[int, int] | None:
+  """The TPU compiler's refusal of a program that cannot fit the chip, read from its error.
+
+  libtpu's buffer assignment raises RESOURCE_EXHAUSTED ("... memory required for HLO temporaries
+  (18.57G) exceeds available HBM (15.75G)") instead of returning a memory analysis.
+
+  Args:
+    error: an exception raised by `lowered.compile()`.
+  Returns:
+    (bytes of temporaries needed, bytes available), or None for any other error.
+  """
+  m = re.search(r"RESOURCE_EXHAUSTED.*?temporaries \(([\d.]+)([KMGT])\).*?available HBM "
+                r"\(([\d.]+)([KMGT])\)", str(error), re.S)
+  if m is None:
+    return None
+  return (int(float(m.group(1)) * _UNITS[m.group(2)]), int(float(m.group(3)) * _UNITS[m.group(4)]))
+
+
+def refusal(error: BaseException, program: str, breakdown: dict) -> dict:
+  """Turns the TPU compiler's out-of-HBM refusal into a plan: the program's temporaries (what it
+  asked for) replace its analytic lines in `breakdown`, so their sum is a lower bound.
+
+  Args:
+    error: raised by `compile()` for `program` ("train_step" or "rollout").
+    program: which program it was.
+    breakdown: the plan's breakdown, updated in place.
+  Returns:
+    {"program", "temp_bytes", "available_bytes"}.
+  Raises:
+    The error itself when it is not an out-of-HBM refusal.
+  """
+  shortfall = out_of_hbm(error)
+  if shortfall is None:
+    raise error
+  drop = ("gradients", "activations") + (("kv_cache", "step_temporaries")
+                                         if program == "rollout" else ())
+  for key in drop:
+    breakdown.pop(key, None)
+  breakdown[f"{program}_temporaries"] = shortfall[0]
+  return {"program": program, "temp_bytes": shortfall[0], "available_bytes": shortfall[1]}
 
 
 def cost(compiled: Any) -> dict:

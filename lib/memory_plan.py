@@ -16,12 +16,10 @@ unknown fields):
   response_len       scored response tokens per row (grpo / opsd; also the rollout's new tokens)
   reference          a frozen copy of the initial weights is resident (GRPO's KL reference; the
                      OPSD teacher is always counted, it is an argument of its step)
-  embedder           a `lib.models` preset resident beside the policy ("" = none)
-  embedder_dtype     its weight dtype
+  embedder           a `lib.models` preset resident beside the policy ("" = none); embedder_dtype
   device_memory_gib  the target device's memory; 0 = ask the device (`memory_stats`)
   compile            False: analytic breakdown only (seconds instead of minutes for 30B models)
-  check              before a normal run (`check_before_run`): "analytic" (default, seconds),
-                     "compile" (the compiled plan, minutes at paper scale) or "off"
+  check              before a run (`check_before_run`): "analytic" (default), "compile" or "off"
 
 Per device: `per_device_bytes` = the compiled step's arguments + outputs + temporaries - aliased
 (donated) bytes, plus what lives outside the step (reference for GRPO, embedder, rollout KV
@@ -121,6 +119,7 @@ class Plan:
   target: str = "cpu"
   programs: dict | None = None   # per compiled program: memory, XLA cost, phase bytes
   estimate: dict | None = None   # TPU targets: roofline step time (compile_target.step_estimate)
+  refused: dict | None = None   # TPU compiler's out-of-HBM refusal (compile_target.refusal)
 
   def to_json(self) -> dict:
     """The plan as a plain dict (dataclasses.asdict), for config.json or summary files."""
@@ -227,43 +226,49 @@ def compute(config: Any, compile_step: bool | None = None) -> Plan:
   outside += breakdown["reference"] if trainer == "grpo" else 0   # not an argument of the step
   analysis = programs = estimate = None
   do_compile = target.platform == "tpu" or (p["compile"] if compile_step is None else compile_step)
+  refused, stage = None, "train_step"
   if do_compile:
-    bsh = sharding.batch_sharding(mesh)
-    batch = _batch(trainer, p, bsh)
-    step = _step(trainer, apply_fn, tx, p["rows"] // micro, params_sh)
-    state_in = jax.tree.map(lambda x, sh: _sds(x.shape, x.dtype, sh), state, state_sh)
-    if trainer == "opsd":
-      teacher = jax.tree.map(lambda x, sh: _sds(x.shape, x.dtype, sh), params, params_sh)
-      jitted = sharding.jit_teacher_step(step, mesh, state_sh, params_sh)
-      compiled = jitted.lower(state_in, teacher, batch).compile()
-    else:
-      compiled = sharding.jit_step(step, mesh, state_sh).lower(state_in, batch).compile()
-    analysis = _memory(compiled)
-    programs = {"train_step": _program(compiled, analysis)}
-    # The step's temporaries hold the gradients, activations and XLA scratch together.
-    del breakdown["gradients"], breakdown["activations"]
-    breakdown["step_temporaries"] = analysis["temp"]
-    total = _step_bytes(analysis) + outside
-    if target.platform == "tpu" and trainer != "sft" and p["response_len"]:
-      # The rollout runs between updates with the train state resident: its compiled program
-      # replaces the analytic KV-cache line, and the run needs the larger of the two phases.
-      rollout = rollout_plan.compile_rollout(
-          abstract, params, params_sh, mesh, rows=p["rows"],
-          prompt_len=p["seq_len"] - p["response_len"], new_tokens=p["response_len"])
-      r_mem = _memory(rollout)
-      programs["rollout"] = _program(rollout, r_mem)
-      train_phase = total - breakdown.pop("kv_cache")
-      # its weight argument is the state's params, resident already
-      breakdown["rollout_program"] = _step_bytes(r_mem) - params_b
-      rollout_phase = (per_device_bytes(state, state_sh) + breakdown["embedder"]
-                       + breakdown["reference"] + breakdown["rollout_program"])
-      programs["train_step"]["phase_bytes"] = int(train_phase)
-      programs["rollout"]["phase_bytes"] = int(rollout_phase)
-      total = max(train_phase, rollout_phase)
-    if target.chip is not None:
-      cache = kv_cache_bytes(arch, p["rows"] // n_batch, p["seq_len"], "float32")
-      estimate = compile_target.step_estimate(target, arch, abstract, p, remat,
-                                              per_device_bytes(params), cache)
+    try:
+      bsh = sharding.batch_sharding(mesh)
+      batch = _batch(trainer, p, bsh)
+      step = _step(trainer, apply_fn, tx, p["rows"] // micro, params_sh)
+      state_in = jax.tree.map(lambda x, sh: _sds(x.shape, x.dtype, sh), state, state_sh)
+      if trainer == "opsd":
+        teacher = jax.tree.map(lambda x, sh: _sds(x.shape, x.dtype, sh), params, params_sh)
+        jitted = sharding.jit_teacher_step(step, mesh, state_sh, params_sh)
+        compiled = jitted.lower(state_in, teacher, batch).compile()
+      else:
+        compiled = sharding.jit_step(step, mesh, state_sh).lower(state_in, batch).compile()
+      analysis = _memory(compiled)
+      programs = {"train_step": _program(compiled, analysis)}
+      # The step's temporaries hold the gradients, activations and XLA scratch together.
+      del breakdown["gradients"], breakdown["activations"]
+      breakdown["step_temporaries"] = analysis["temp"]
+      total = _step_bytes(analysis) + outside
+      if target.platform == "tpu" and trainer != "sft" and p["response_len"]:
+        # The rollout runs between updates with the train state resident: its compiled program
+        # replaces the analytic KV-cache line, and the run needs the larger of the two phases.
+        stage = "rollout"
+        rollout = rollout_plan.compile_rollout(
+            abstract, params, params_sh, mesh, rows=p["rows"],
+            prompt_len=p["seq_len"] - p["response_len"], new_tokens=p["response_len"])
+        r_mem = _memory(rollout)
+        programs["rollout"] = _program(rollout, r_mem)
+        train_phase = total - breakdown.pop("kv_cache")
+        # its weight argument is the state's params, resident already
+        breakdown["rollout_program"] = _step_bytes(r_mem) - params_b
+        rollout_phase = (per_device_bytes(state, state_sh) + breakdown["embedder"]
+                         + breakdown["reference"] + breakdown["rollout_program"])
+        programs["train_step"]["phase_bytes"] = int(train_phase)
+        programs["rollout"]["phase_bytes"] = int(rollout_phase)
+        total = max(train_phase, rollout_phase)
+      if target.chip is not None:
+        cache = kv_cache_bytes(arch, p["rows"] // n_batch, p["seq_len"], "float32")
+        estimate = compile_target.step_estimate(target, arch, abstract, p, remat,
+                                                per_device_bytes(params), cache)
+    except Exception as e:  # pylint: disable=broad-except  (refusal re-raises all but OOM)
+      refused = compile_target.refusal(e, stage, breakdown)
+      total, analysis, programs, estimate = sum(breakdown.values()), None, None, None
   else:
     total = sum(breakdown.values())
   device = _device_memory(p, target)
@@ -271,9 +276,10 @@ def compute(config: Any, compile_step: bool | None = None) -> Plan:
   name = block["checkpoint"] or block["preset"]
   return Plan(model=name, trainer=trainer, mesh={k: int(v) for k, v in mesh.shape.items()},
               per_device_bytes=int(total), device_memory_bytes=device,
-              fits=None if device is None else bool(total <= device), compiled=bool(do_compile),
+              fits=(False if refused else None if device is None else bool(total <= device)),
+              compiled=bool(do_compile),
               breakdown={k: int(v) for k, v in breakdown.items()}, memory_analysis=analysis,
-              target=p["target"], programs=programs, estimate=estimate)
+              target=p["target"], programs=programs, estimate=estimate, refused=refused)
 
 
 def _size(b: int | None) -> str:
@@ -302,6 +308,11 @@ def table(plan: Plan) -> str:
       line += f", {_size(prog['phase_bytes'])} with what stays resident"
     line += f", XLA cost {flops / 1e12:.3g} TFLOP per device" if flops is not None else ""
     lines.append(line)
+  if plan.refused:
+    r = plan.refused
+    lines.append(f"  {r['program']}: refused by the TPU compiler, its temporaries alone need "
+                 f"{_size(r['temp_bytes'])} of the {_size(r['available_bytes'])} it can use "
+                 "(per device below is a lower bound)")
   if plan.estimate:
     e = plan.estimate
     rollout = f", rollout {e['rollout_s']:.3g} s" if e["rollout_s"] is not None else ""

@@ -3,20 +3,35 @@ reports no memory statistics, so `measured` is null with coverage 0 (never 0 byt
 resumes from results.jsonl."""
 import json
 
+import pytest
+
+from configs import common
 from configs import device_smoke as smoke_config
 from experiments import device_smoke
 
 
 def test_cpu_run_plans_steps_and_reports_null_measurements(tmp_path):
-  config = smoke_config.get_config("debug=True")
-  config.cases = config.cases[:1]
-  config.trainers = ["sft"]
+  config = smoke_config.get_config("debug=True,case=small,trainer=sft")
   summary = device_smoke.run(config, str(tmp_path))
   assert summary["platform"] == "cpu" and summary["cases"] == 1
   assert summary["measured_coverage"] == 0 and summary["max_measured_over_planned"] is None
   (row,) = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
   assert row["case"] == "small/sft" and row["planned_bytes"] > 0 and row["loss"] > 0
+  assert row["analytic_bytes"] > 0 and row["step_s"] > 0 and row["platform"] == "cpu"
+  assert row["measured_over_analytic"] is None
   assert row["measured_bytes"] is None and row["measured_over_planned"] is None
   assert json.loads((tmp_path / "summary.json").read_text())["summary"]["measured_coverage"] == 0
   again = device_smoke.run(config, str(tmp_path))      # resumed: nothing is recomputed
   assert again == summary
+
+
+def test_case_and_trainer_args_select_rows_and_unknown_names_are_one_line():
+  full = smoke_config.get_config()
+  assert [c["name"] for c in full.cases] == ["small", "medium", "gencoord_paper"]
+  assert list(full.cases[2]["trainers"]) == ["sft"]   # the paper-scale GenCoord step is SFT only
+  one = smoke_config.get_config("case=medium,trainer=grpo")
+  assert [c["name"] for c in one.cases] == ["medium"] and list(one.trainers) == ["grpo"]
+  with pytest.raises(common.ConfigArgError, match="unknown case 'large'; valid: small, medium"):
+    smoke_config.get_config("case=large")
+  with pytest.raises(common.ConfigArgError, match="unknown trainer 'dpo'"):
+    smoke_config.get_config("trainer=dpo")

@@ -133,6 +133,39 @@ def test_grpo_plans_the_train_step_and_the_rollout():
   assert plan.programs["rollout"]["cost"]["flops"] > 0
 
 
+# libtpu's own words when ConPAct's paper-scale step was compiled for a v5e 2x4.
+REFUSAL = ("RESOURCE_EXHAUSTED: Ran out of memory on HBM, the total memory required for HLO "
+           "temporaries (18.57G) exceeds available HBM (15.75G).")
+
+
+def test_out_of_hbm_reads_the_compilers_refusal():
+  assert compile_target.out_of_hbm(RuntimeError(REFUSAL)) == (int(18.57 * 2**30),
+                                                              int(15.75 * 2**30))
+  assert compile_target.out_of_hbm(RuntimeError("INVALID_ARGUMENT: bad sharding")) is None
+
+
+def test_a_program_the_compiler_refuses_is_a_plan_that_does_not_fit(monkeypatch):
+  from jax.errors import JaxRuntimeError
+  from lib import rollout_plan
+
+  def refuse(*args, **kw):
+    raise JaxRuntimeError(REFUSAL)
+  monkeypatch.setattr(rollout_plan, "compile_rollout", refuse)
+  plan = memory_plan.compute(_config("grpo"))
+  assert plan.fits is False and plan.refused["program"] == "rollout"
+  assert plan.breakdown["rollout_temporaries"] == int(18.57 * 2**30)
+  assert "step_temporaries" not in plan.breakdown and "kv_cache" not in plan.breakdown
+  assert plan.per_device_bytes == sum(plan.breakdown.values())
+  assert "refused by the TPU compiler" in memory_plan.table(plan)
+  json.dumps(plan.to_json(), allow_nan=False)
+
+  def broken(*args, **kw):
+    raise JaxRuntimeError("INTERNAL: something else")
+  monkeypatch.setattr(rollout_plan, "compile_rollout", broken)
+  with pytest.raises(JaxRuntimeError, match="something else"):
+    memory_plan.compute(_config("grpo"))
+
+
 def test_a_mesh_that_is_not_the_slice_is_one_line():
   with pytest.raises(ValueError, match=r"has 4 chips; the mesh data=1 x fsdp=8 uses 8 \(set "
                                        r"--config.mesh.fsdp=4\)"):

@@ -33,6 +33,30 @@ def _peak() -> int | None:
   return max(int(s["peak_bytes_in_use"]) for s in stats)
 
 
+def _stats() -> dict | None:
+  """The first device's allocator counters (bytes in use, peak, limit), or None (CPU)."""
+  s = jax.local_devices()[0].memory_stats()
+  keys = ("bytes_in_use", "peak_bytes_in_use", "bytes_limit")
+  return None if s is None else {k: int(s[k]) for k in keys if k in s}
+
+
+def measure_or_oom(c, seed: int) -> dict:
+  """`measure`, or, when the device runs out of memory, a row with the failure code
+  "device_oom", the allocator's own line and its counters at the failure (the run goes on).
+
+  Raises:
+    Any other error of the step.
+  """
+  try:
+    return measure(c, seed)
+  except jax.errors.JaxRuntimeError as e:
+    if "RESOURCE_EXHAUSTED" not in str(e):
+      raise
+    return {"error": "device_oom", "error_detail": str(e).strip().splitlines()[0][:400],
+            "memory_at_failure": _stats(), "measured_bytes": None, "loss": None,
+            "step_s": None, "tokens_per_s": None}
+
+
 def case_config(config, case: dict, trainer: str) -> ml_collections.ConfigDict:
   """The run config of one case: bf16 compute, remat "full", the plan of one update step."""
   c = ml_collections.ConfigDict()
@@ -92,6 +116,10 @@ def measure(c, seed: int) -> dict:
           "tokens_per_s": p.rows * p.seq_len / (t2 - t1)}
 
 
+def _round(x: float | None, digits: int = 0) -> float | None:
+  return None if x is None else round(x, digits or None)
+
+
 def run(config, workdir):
   log = ResultsLog(workdir, key=("case",))
   done = {r["case"]: r for r in log.rows()}
@@ -109,7 +137,9 @@ def run(config, workdir):
       row = {"case": key, "preset": case["preset"], "rows": case["rows"],
              "seq_len": case["seq_len"], "mesh": plan.mesh, "platform": device.platform,
              "device_kind": device.device_kind, "analytic_bytes": analytic.per_device_bytes,
-             "planned_bytes": plan.per_device_bytes, **measure(c, config.seed)}
+             "planned_bytes": plan.per_device_bytes,
+             "planned_temp_bytes": (plan.memory_analysis or {}).get("temp"),
+             "device_memory_bytes": plan.device_memory_bytes, **measure_or_oom(c, config.seed)}
       measured = row["measured_bytes"]
       row["measured_over_planned"] = None if measured is None else measured / plan.per_device_bytes
       row["measured_over_analytic"] = (None if measured is None
@@ -121,6 +151,7 @@ def run(config, workdir):
   summary = {"platform": jax.devices()[0].platform, "device_kind": jax.devices()[0].device_kind,
              "devices": jax.device_count(),
              "cases": len(rows), "measured_coverage": len(measured),
+             "device_oom": [r["case"] for r in rows if r.get("error") == "device_oom"],
              "max_measured_over_planned": max((r["measured_over_planned"] for r in measured),
                                               default=None)}
   table = [{"case": r["case"], "analytic GiB": round(r["analytic_bytes"] / GIB, 3),
@@ -128,8 +159,9 @@ def run(config, workdir):
             "measured GiB": None if r["measured_bytes"] is None
             else round(r["measured_bytes"] / GIB, 3),
             "measured / compiled": r["measured_over_planned"],
-            "measured / analytic": r["measured_over_analytic"], "step s": round(r["step_s"], 4),
-            "tokens/s": round(r["tokens_per_s"]), "loss": r["loss"]} for r in rows]
+            "measured / analytic": r["measured_over_analytic"], "step s": _round(r["step_s"], 4),
+            "tokens/s": _round(r["tokens_per_s"]), "loss": r["loss"],
+            "error": r.get("error")} for r in rows]
   write_summary(workdir, summary, table, title="Device smoke: planned vs measured memory",
                 notes="measured = the device's peak bytes in use after two update steps (max over "
                       "devices); null where the platform reports no memory statistics (CPU). "

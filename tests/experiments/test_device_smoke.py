@@ -35,3 +35,33 @@ def test_case_and_trainer_args_select_rows_and_unknown_names_are_one_line():
     smoke_config.get_config("case=large")
   with pytest.raises(common.ConfigArgError, match="unknown trainer 'dpo'"):
     smoke_config.get_config("trainer=dpo")
+
+
+def test_a_row_the_device_cannot_hold_is_a_recorded_failure_and_the_run_goes_on(tmp_path,
+                                                                                 monkeypatch):
+  import jax
+  real = device_smoke.measure
+
+  def oom_for_medium(c, seed):
+    if c.model.overrides["num_layers"] == 4:    # the debug "medium" case
+      raise jax.errors.JaxRuntimeError("RESOURCE_EXHAUSTED: Out of memory while trying to "
+                                       "allocate 64.99GiB with allocator GPU_0_bfc on device 0.")
+    return real(c, seed)
+  monkeypatch.setattr(device_smoke, "measure", oom_for_medium)
+  config = smoke_config.get_config("debug=True,trainer=sft")
+  summary = device_smoke.run(config, str(tmp_path))
+  assert summary["cases"] == 2 and summary["device_oom"] == ["medium/sft"]
+  rows = {r["case"]: r for r in map(json.loads, (tmp_path / "results.jsonl").read_text()
+                                    .splitlines())}
+  assert rows["small/sft"]["loss"] > 0 and "error" not in rows["small/sft"]
+  failed = rows["medium/sft"]
+  assert failed["error"] == "device_oom" and "64.99GiB" in failed["error_detail"]
+  assert failed["measured_bytes"] is None and failed["measured_over_planned"] is None
+  assert failed["planned_bytes"] > 0 and failed["memory_at_failure"] is None   # CPU: no counters
+  assert "device_oom" in (tmp_path / "summary.md").read_text()
+
+  def broken(c, seed):
+    raise jax.errors.JaxRuntimeError("INTERNAL: something else")
+  monkeypatch.setattr(device_smoke, "measure", broken)
+  with pytest.raises(jax.errors.JaxRuntimeError, match="something else"):
+    device_smoke.run(smoke_config.get_config("debug=True,trainer=grpo"), str(tmp_path / "b"))

@@ -22,10 +22,18 @@ The trajectory itself follows the expert, so every episode still solves its leve
 Discussion rows (`discuss` > 0: with that probability per row, own seeded stream): the row's reply
 is followed by ConPAct-I's conflict turn (`prompts.discussion_user` listing the contradicted
 fields, exactly as agents/conpact/conpact_i.py asks) against a teammate who holds the truth when
-the row's belief is wrong, or a misperceived belief when it is right; the target is a fresh look --
-a new misperception draw at the same rate `noise` -- so a wrong belief is usually corrected and a
-right one usually kept, but a second look can misperceive too (the base roles learn the discussion
-format, not an oracle). ReAct rows (`actor_rows(..., react=True)`): the single-role prompt of
+the row's belief is wrong, or a misperceived belief when it is right. What the target does
+depends on `recheck`:
+- `recheck=None` (the redraw control): a fresh look at the whole belief -- a new misperception
+  draw at the same rate `noise` -- so a second look is exactly as reliable as the first, and the
+  fields nobody contested are re-rolled too.
+- `recheck=r` (targeted re-check): the demonstrator re-reads the *contested* fields only, failing
+  with probability r (one draw per discussion), and keeps every uncontested field as it stated
+  it. A successful re-check states the true values of the contested fields (keeping its own when
+  they were right: a teammate's wrong claim is not adopted); a failed one keeps its own wrong
+  values, or, when its own were right, adopts the teammate's wrong claim. The sub-goal or action
+  is the one the resulting belief implies (the expert's when the belief is the truth).
+Either way the base roles learn the discussion format, not an oracle. ReAct rows (`actor_rows(..., react=True)`): the single-role prompt of
 agents/conpact/react.py (no sub-goal, no assertion), the believed state's action.
 
 Each row: {"messages": [system, user], "target": reply, "meta": {env, instance, t, role, noisy,
@@ -205,37 +213,64 @@ def _meta(env_id, index, t, role, noisy, facts, assertion) -> dict:
           "wrong": assertion != truth, "truth": truth, "belief": assertion}
 
 
-def _discussion(env_id, frames, facts, t, role, row, reply, noise, rngs) -> dict | None:
+def _discussion(env_id, frames, facts, t, role, row, board, reply, noise, rngs,
+                recheck: float | None = None) -> dict | None:
   """A discussion row after `row` (module docstring), or None when no conflict arises.
 
   The teammate's claim: the truth when the row's belief is wrong, else a misperceived belief
-  (no conflict -> no row). The reply is a fresh look: a new misperception draw at rate `noise`,
-  with the sub-goal or action that belief implies (`reply(board, assertion, noisy)`)."""
+  (no conflict -> no row). The reply (`reply(board, assertion, noisy)`) is a fresh look at rate
+  `noise` (`recheck=None`) or a targeted re-check of the contested fields at rate `recheck`;
+  `board` is the board the row's own belief was computed on."""
   draw, rng = rngs
   schema = schemas.get(schema_name(env_id))
-  mine = row["meta"]["belief"]
-  other = row["meta"]["truth"] if row["meta"]["wrong"] else \
-      believe(env_id, frames, facts, t, True, rng)[1]
+  mine, truth = row["meta"]["belief"], row["meta"]["truth"]
+  other, other_board = (truth, None) if row["meta"]["wrong"] else \
+      believe(env_id, frames, facts, t, True, rng)[::-1]
   parsed = lambda a: parse.parse_assertion(f"<state>{_state_text(a)}</state>", schema).values
   mine_p, other_p = parsed(mine), parsed(other)
   pair = (mine_p, other_p) if role == "planner" else (other_p, mine_p)
   conflicts = compare.contradictions(*pair, schema)
   if not conflicts:
     return None
-  noisy = _noisy(noise, draw)
-  board, assertion = believe(env_id, frames, facts, t, noisy, rng)
+  extra = {}
+  if recheck is None:
+    noisy = _noisy(noise, draw)
+    board, assertion = believe(env_id, frames, facts, t, noisy, rng)
+  else:
+    contested = sorted({c.field for c in conflicts})
+    failed = _noisy(recheck, draw)
+    board, assertion = _rechecked(env_id, frames, facts, t, board, mine, other, other_board,
+                                  contested, failed, rng)
+    noisy = assertion != truth
+    extra = {"recheck": True, "recheck_failed": failed, "contested": contested}
   messages = row["messages"] + [
       {"role": "assistant", "content": row["target"]},
       {"role": "user", "content": prompts.discussion_user(compare.describe_conflicts(conflicts),
                                                           role)}]
   meta = {**_meta(env_id, row["meta"]["instance"], t, role, noisy, facts, assertion),
-          "discussion": True, "teammate": other}
+          "discussion": True, "teammate": other, **extra}
   target = reply(board, assertion, noisy, "check the observation again")
   return {"messages": messages, "target": target, "meta": meta}
 
 
-def planner_rows(env_id: str, instances, noise: float, seed: int, discuss: float = 0.0
-                 ) -> list[dict]:
+def _rechecked(env_id, frames, facts, t, board, mine, other, other_board, contested, failed,
+               rng) -> tuple[dict, dict]:
+  """The belief after a targeted re-check of the `contested` fields (module docstring):
+  (board the reply is computed on, assertion)."""
+  truth = _truth_json(schemas.get(schema_name(env_id)), facts[t])
+  own_right = all(mine.get(f) == truth.get(f) for f in contested)
+  if failed and own_right:       # misread again: the teammate's wrong claim looks right
+    return other_board, {**mine, **{f: other.get(f) for f in contested}}
+  if failed:                     # misread again: its own wrong values stay
+    return board, dict(mine)
+  assertion = {**mine, **{f: truth.get(f) for f in contested}}
+  if assertion == truth:
+    return believe(env_id, frames, facts, t, False, rng)[0], assertion
+  return board, assertion        # uncontested wrong fields are kept, and drive the decision
+
+
+def planner_rows(env_id: str, instances, noise: float, seed: int, discuss: float = 0.0,
+                 recheck: float | None = None) -> list[dict]:
   """Planner SFT rows: one per sub-goal start of each expert episode.
 
   Args:
@@ -244,6 +279,8 @@ def planner_rows(env_id: str, instances, noise: float, seed: int, discuss: float
     noise: probability that a row's demonstrator misperceives.
     seed: seed of the planner's noise stream.
     discuss: probability that a row is followed by a discussion row (module docstring).
+    recheck: None (a discussion redraws the whole belief at rate `noise`) or the targeted
+      re-check's failure rate (module docstring).
 
   Returns:
     rows {"messages", "target", "meta"} (module docstring).
@@ -270,7 +307,8 @@ def planner_rows(env_id: str, instances, noise: float, seed: int, discuss: float
              "meta": _meta(env_id, index, t, "planner", noisy, facts, assertion)}
       rows.append(row)
       if discuss and talk[0].random() < discuss:
-        extra = _discussion(env_id, frames, facts, t, "planner", row, reply, noise, talk)
+        extra = _discussion(env_id, frames, facts, t, "planner", row, board, reply, noise, talk,
+                            recheck)
         rows += [extra] if extra else []
       starts.append(t)
       prev = parse.extract_tag(target, "subgoal")
@@ -278,7 +316,7 @@ def planner_rows(env_id: str, instances, noise: float, seed: int, discuss: float
 
 
 def actor_rows(env_id: str, instances, noise: float, seed: int, discuss: float = 0.0,
-               react: bool = False) -> list[dict]:
+               react: bool = False, recheck: float | None = None) -> list[dict]:
   """Actor SFT rows: one per expert action, with the 3-frame window and the active sub-goal.
 
   Args:
@@ -289,6 +327,7 @@ def actor_rows(env_id: str, instances, noise: float, seed: int, discuss: float =
     discuss: probability that a row is followed by a discussion row (module docstring).
     react: ReAct format instead (agents/conpact/react.py: no planner, no sub-goal, no assertion,
       no status; the action is still the believed state's) -- own noise stream.
+    recheck: None (whole-belief redraw) or the targeted re-check's failure rate (module doc).
 
   Returns:
     rows {"messages", "target", "meta"}; meta["action"] is the demonstrated action.
@@ -325,7 +364,8 @@ def actor_rows(env_id: str, instances, noise: float, seed: int, discuss: float =
                       "expert_action": expert, "react": react}}
       rows.append(row)
       if discuss and not react and talk[0].random() < discuss:
-        extra = _discussion(env_id, frames, facts, t, "actor", row, reply, noise, talk)
+        extra = _discussion(env_id, frames, facts, t, "actor", row, board, reply, noise, talk,
+                            recheck)
         rows += [extra] if extra else []
   return rows
 

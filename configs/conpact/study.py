@@ -11,6 +11,15 @@ python launch.py --config=configs/conpact/study.py --workdir=runs/conpact_study 
 python launch.py --config=configs/conpact/study.py:debug=True --workdir=runs/conpact_study_dbg
 python launch.py --config=configs/conpact/study.py:small=True --workdir=runs/conpact_study_small
 python launch.py --config=configs/conpact/study.py:checkpoint=/path/to/Qwen3-0.6B --workdir=runs/cs_q
+
+The re-check study (configs/conpact/README.md, "Targeted re-check: two arms", pre-registered
+there): arm C is the demonstrations' whole-belief redraw (today's recipe), arm R the targeted
+re-check; `arms=True` evaluates Plan-Act, Assertion and ConPAct-I only, on 16 seeds of each
+evaluated BabyAI task, with no ConPAct-S/R stage; `pipeline=1` is the second seed of the whole
+pipeline (data noise streams and model initialisation):
+python launch.py --config=configs/conpact/study.py:arms=True,arm=R --workdir=runs/cp_arm_r
+python launch.py --config=configs/conpact/study.py:arms=True,arm=R,pipeline=1 --workdir=runs/cp_arm_r1
+python launch.py --config=configs/conpact/study.py:arms=True,arm=C --workdir=runs/cp_arm_c
 """
 import ml_collections
 
@@ -27,6 +36,12 @@ NOISE = 0.3
 # Share of demonstration rows followed by a discussion row, fixed a priori (not tuned): the base
 # roles learn ConPAct-I's discussion format, as a base LLM follows it zero-shot.
 DISCUSS = 0.25
+# Arm R's re-check failure rate: a targeted second look at the contested fields is six times as
+# reliable as the first glance (NOISE / 6). Fixed a priori, before any arm ran (README).
+RECHECK = 0.05
+ARMS = ("C", "R")       # C: whole-belief redraw at NOISE (control); R: targeted re-check
+# The conditions of the two-arm comparison, evaluated on the powered instance set.
+ARM_CONDITIONS = ("plan_act", "assertion", "conpact_i")
 # Median expert solution length (BabyAI bot, first 20 source seeds) of the tasks where it exceeds
 # 24 actions, measured with agents.conpact.demonstrations.expert_episode (source split only); the
 # other four tasks need 5-6 actions (Sokoban: 10).
@@ -54,8 +69,13 @@ def _conditions(names, settings: dict) -> list[dict]:
 def get_config(arg=None):
   arg = common.parse_arg(arg, debug=False, checkpoint="", rollouts=2, sokoban=4, mg_per_task=4,
                          budget=24, steps=400, train_steps=100, small=False,
-                         planner_epochs=10.0, actor_epochs=3.0)
+                         planner_epochs=10.0, actor_epochs=3.0, arm="C", recheck=RECHECK,
+                         pipeline=0, arms=False)
   d = arg.debug
+  if arg.arm not in ARMS:
+    raise common.ConfigArgError(f"unknown arm {arg.arm!r}; valid: {', '.join(ARMS)}")
+  if arg.arms and not d:   # the powered two-arm comparison: 16 seeds of every evaluated task
+    arg.mg_per_task = 16
   if arg.small:   # a narrower, shorter variant (d=64, 150 steps per role; the first measured run)
     arg.sokoban, arg.mg_per_task, arg.budget, arg.steps, arg.train_steps = 10, 1, 16, 150, 30
     arg.planner_epochs = arg.actor_epochs = 0.0    # the measured small run: 150 steps each
@@ -75,8 +95,12 @@ def get_config(arg=None):
   # 1. supervision rows (source split); noise fixed above, separate streams per role
   # discuss: share of rows followed by a discussion row (conflict turn, then a fresh look at the
   # same noise rate); react: ReAct-format actor rows too (the ReAct baseline runs the actor)
+  # discussion: "redraw" (arm C) or "recheck" (arm R, failure rate `recheck`); pipeline k shifts
+  # every noise stream and model seed, so seed k is a whole new draw of the pipeline
   c.data = dict(sokoban=3 if d else 60, babyai=2 if d else 20, noise=NOISE, discuss=DISCUSS,
-                react=not d, planner_seed=101, actor_seed=202)   # debug: one actor format
+                discussion="redraw" if arg.arm == "C" else "recheck", recheck=arg.recheck,
+                react=not d, planner_seed=101 + 1000 * arg.pipeline,
+                actor_seed=202 + 1000 * arg.pipeline)   # debug: one actor format
   # 2.-3. tokenizer and the two base models: a tiny Qwen3 from scratch (BPE trained on the rows),
   # or `checkpoint` (a local HF dir with its tokenizer) for both roles, paper scale
   size = (dict(hidden_size=64, intermediate_size=128, head_dim=16) if d or arg.small else
@@ -88,7 +112,7 @@ def get_config(arg=None):
   # epochs per role (0: `steps`): the planner has ~1/7 of the actor's rows; the actor must see
   # its rows several times or it collapses onto the majority action (0.2 epochs in the first
   # small run: 189 of 192 MiniGrid actions were `go forward`)
-  c.base = dict(planner_seed=1, actor_seed=2,
+  c.base = dict(planner_seed=1 + 10 * arg.pipeline, actor_seed=2 + 10 * arg.pipeline,
                 epochs=dict(planner=0 if d else arg.planner_epochs,
                             actor=0 if d else arg.actor_epochs),
                 train=dict(steps=30 if d else arg.steps, batch=8 if d or arg.small else 16,
@@ -122,7 +146,7 @@ def get_config(arg=None):
   ev.actor_backend = backend_config("flax", model=dict(checkpoint=""), max_batch=256,
                                     min_batch=32)
   ev.scripted = dict(noise={}, abstain=0.0)
-  ev.conditions = _conditions(ONLINE, reply)
+  ev.conditions = _conditions(ARM_CONDITIONS if arg.arms else ONLINE, reply)
   c.online = ev
   c.trained_conditions = list(TRAINED)
 
@@ -141,7 +165,7 @@ def get_config(arg=None):
                             max_steps=2 if d else arg.train_steps, log_every=10, ckpt_every=100))
   # debug (a CI test): one recipe and its baseline keep the run to a few minutes
   c.recipes = [dict(name=n, recipe=r, curate=cur) for n, r, cur in RECIPES
-               if not d or n in ("conpact_r", "baseline")]
+               if not arg.arms and (not d or n in ("conpact_r", "baseline"))]
   # `--plan`: the largest training step, a base role's SFT step (`base.train` batch x max_len;
   # the recipes' continued SFT uses conpact/train's smaller batch)
   c.plan = plan_block(trainer="sft", rows=c.base.train.batch, seq_len=c.base.train.max_len)

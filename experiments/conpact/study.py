@@ -34,10 +34,13 @@ ROLES = ("planner", "actor")
 
 def _data(config, workdir) -> dict:
   d = config.data
+  if d.discussion not in ("redraw", "recheck"):
+    raise ValueError(f"data.discussion must be 'redraw' or 'recheck', got {d.discussion!r}")
   envs = ["sokoban"] + list(config.minigrid_tasks)
   sets = study_rows.build(envs, d.sokoban, d.babyai, {"planner": d.noise, "actor": d.noise},
                           {"planner": d.planner_seed, "actor": d.actor_seed},
-                          discuss=d.discuss, react=d.react)
+                          discuss=d.discuss, react=d.react,
+                          recheck=None if d.discussion == "redraw" else d.recheck)
   out = {}
   for name, rows in sets.items():
     path = os.path.join(workdir, "data", f"{name}.jsonl")
@@ -116,7 +119,9 @@ def run(config, workdir):
   exports = {r: base[r]["export"] for r in ROLES}
   online_dir = os.path.join(workdir, "online")
   stages.run("online", lambda: _evaluate(_eval_config(config, exports), online_dir))
-  source_dir = stages.run("source", lambda: _source(config, workdir, exports))["workdir"]
+  # source rollouts feed ConPAct-S/R curation only (the two-arm study trains no recipe)
+  source_dir = (stages.run("source", lambda: _source(config, workdir, exports))["workdir"]
+                if config.recipes else None)
   trained, match = {}, None
   for rec in config.recipes:   # the baseline comes last: it is matched to ConPAct-R's tokens
     name = rec["name"]

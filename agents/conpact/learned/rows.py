@@ -36,7 +36,7 @@ def source_indices(env_id: str, sokoban: int, babyai: int) -> list[int]:
 
 
 def build(env_ids, sokoban: int, babyai: int, noise: dict, seeds: dict, discuss: float = 0.0,
-          react: bool = True) -> dict[str, list[dict]]:
+          react: bool = True, recheck: float | None = None) -> dict[str, list[dict]]:
   """The planner, actor and baseline rows of every env.
 
   Args:
@@ -46,6 +46,8 @@ def build(env_ids, sokoban: int, babyai: int, noise: dict, seeds: dict, discuss:
     seeds: {"planner": s, "actor": s} noise-stream seeds (must differ).
     discuss: share of planner / actor rows followed by a discussion row (demonstrations.py).
     react: also give the actor ReAct-format rows (the ReAct baseline runs the actor model).
+    recheck: None (a discussion redraws the whole belief) or the targeted re-check's failure
+      rate (demonstrations.py).
   Returns:
     {"planner": rows, "actor": rows, "baseline": rows}.
   """
@@ -56,9 +58,9 @@ def build(env_ids, sokoban: int, babyai: int, noise: dict, seeds: dict, discuss:
   for env_id in env_ids:
     idx = source_indices(env_id, sokoban, babyai)
     out["planner"] += demonstrations.planner_rows(env_id, idx, noise["planner"], seeds["planner"],
-                                                  discuss=discuss)
+                                                  discuss=discuss, recheck=recheck)
     out["actor"] += demonstrations.actor_rows(env_id, idx, noise["actor"], seeds["actor"],
-                                              discuss=discuss)
+                                              discuss=discuss, recheck=recheck)
     if react:
       out["actor"] += demonstrations.actor_rows(env_id, idx, noise["actor"], seeds["actor"],
                                                 react=True)
@@ -73,6 +75,7 @@ def stats(rows: list[dict]) -> dict:
   return {"rows": len(rows), "noisy": sum(r["meta"]["noisy"] for r in rows),
           "wrong": sum(r["meta"]["wrong"] for r in rows),
           "discussion": sum(bool(r["meta"].get("discussion")) for r in rows),
+          "recheck_failed": sum(bool(r["meta"].get("recheck_failed")) for r in rows),
           "react": sum(bool(r["meta"].get("react")) for r in rows)}
 
 

@@ -1,7 +1,9 @@
 """configs/conpact/study.py: the study's fixed choices and its debug shrink."""
 import numpy as np
+import pytest
 
 from agents.conpact import demonstration_spec, demonstrations
+from configs import common
 from configs.conpact import study
 
 
@@ -34,3 +36,33 @@ def test_evaluated_tasks_are_those_whose_median_expert_solution_fits_the_cap():
   assert set(c.eval_minigrid_tasks) == set(c.minigrid_tasks) - set(study.EXPERT_ACTIONS)
   assert c.online.minigrid_tasks == c.eval_minigrid_tasks
   assert set(study.get_config("budget=0").eval_minigrid_tasks) == set(c.minigrid_tasks)
+
+
+def test_arm_c_is_the_measured_recipe_and_arm_r_the_targeted_recheck():
+  default, c, r = study.get_config(), study.get_config("arm=C"), study.get_config("arm=R")
+  assert default.data.to_dict() == c.data.to_dict() and c.data.discussion == "redraw"
+  assert r.data.discussion == "recheck" and r.data.recheck == study.RECHECK == 0.05
+  assert {k: v for k, v in r.data.items() if k != "discussion"} == \
+      {k: v for k, v in c.data.items() if k != "discussion"}
+  assert [x["name"] for x in c.online.conditions] == list(study.ONLINE) and c.recipes
+
+
+def test_arms_evaluates_three_conditions_on_64_babyai_instances_without_recipes():
+  c = study.get_config("arms=True,arm=R")
+  assert [x["name"] for x in c.online.conditions] == list(study.ARM_CONDITIONS)
+  assert c.online.minigrid_per_task == 16 and len(c.online.minigrid_tasks) == 4
+  assert c.online.rollouts == 2 and c.recipes == []
+  assert study.get_config("arms=True,debug=True").online.minigrid_per_task == 1
+
+
+def test_pipeline_seed_moves_every_noise_stream_and_model_seed():
+  a, b = study.get_config(), study.get_config("pipeline=1")
+  for block in ("data", "base"):
+    assert all(a[block][k] != b[block][k] for k in ("planner_seed", "actor_seed"))
+  assert len({b.data.planner_seed, b.data.actor_seed, a.data.planner_seed,
+              a.data.actor_seed}) == 4
+
+
+def test_an_unknown_arm_is_one_line():
+  with pytest.raises(common.ConfigArgError, match="unknown arm 'X'; valid: C, R"):
+    study.get_config("arm=X")

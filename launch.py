@@ -19,7 +19,9 @@ end, the summary table and figure paths (lib/console.py); the run's INFO lines g
 and other libraries' INFO lines (orbax's checkpoint internals, ...) nowhere, unless `--verbose`.
 
 Multi-host: pass --jax_coordinator=host:port --jax_num_processes=N --jax_process_id=i (same
-command on every host) and `jax.distributed.initialize` is called before anything touches JAX.
+command on every host), or --jax_coordinator=auto on a cluster JAX detects (Cloud TPU, SLURM,
+Open MPI), and `lib.distributed.initialize` joins the run before anything touches a JAX backend
+(docs/running.md#multi-host).
 """
 import ast
 import copy
@@ -40,7 +42,7 @@ from ml_collections import config_flags
 
 from configs import common
 from experiments import registry
-from lib import memory_plan, tb
+from lib import distributed, memory_plan, tb
 from lib.checkpoint import CheckpointError
 from lib.launch_checks import LaunchError, check_input_paths, config_fields
 from lib.llm import factory
@@ -50,7 +52,8 @@ _WORKDIR = flags.DEFINE_string("workdir", None, "Directory for this run's output
 _SWEEP = flags.DEFINE_bool("sweep", False, "Run every point of the config's sweep().")
 _SWEEP_PRINT = flags.DEFINE_bool("sweep_print", False, "Print one command per sweep point.")
 _VERBOSE = flags.DEFINE_bool("verbose", False, "INFO logs on the console, libraries' too.")
-_COORD = flags.DEFINE_string("jax_coordinator", None, "host:port of process 0 (multi-host).")
+_COORD = flags.DEFINE_string("jax_coordinator", None,
+                             "host:port of process 0, or auto (multi-host).")
 _NPROC = flags.DEFINE_integer("jax_num_processes", None, "Number of processes (multi-host).")
 _PID = flags.DEFINE_integer("jax_process_id", None, "This process's index (multi-host).")
 _PLAN = flags.DEFINE_bool("plan", False, "Write <workdir>/plan.json (memory per device), no run.")
@@ -163,6 +166,9 @@ def check_command_line(argv: list[str]):
     raise LaunchError(_first_line(e)) from None
   if not _WORKDIR.value:
     raise LaunchError("missing --workdir=DIR (where this run writes its outputs)")
+  problem = distributed.check_args(_COORD.value, _NPROC.value, _PID.value)
+  if problem is not None:
+    raise LaunchError(problem)
   config = _CONFIG.value
   name = config.get("experiment")
   if name not in registry.EXPERIMENTS:
@@ -317,9 +323,9 @@ def set_jax_memory_fraction(config) -> None:
 def main(argv) -> None:
   del argv
   set_jax_memory_fraction(_CONFIG.value)
-  if _COORD.value:
-    import jax  # pylint: disable=g-import-not-at-top  (only multi-host runs need it this early)
-    jax.distributed.initialize(_COORD.value, _NPROC.value, _PID.value)
+  if _COORD.value:   # before anything touches a JAX backend (nothing above does)
+    print(f"[launch] {distributed.initialize(_COORD.value, _NPROC.value, _PID.value)}",
+          flush=True)
   config = _CONFIG.value
   if "debug" not in config:  # so config.json and every summary say whether it is a debug run
     debug = common.debug_switch(_CONFIG_SOURCE[0].get_config, _CONFIG_SOURCE[2])

@@ -25,6 +25,9 @@ CORE = [
     "jinja2>=3.1.6,<4",  # chat templates (transformers' apply_chat_template) need it
     "gymnax>=1.0.1,<2",  # envs/base.py: every JAX env is a gymnax Environment with gymnax spaces
     "six>=1.17",  # importing gymnax imports its bundled MNIST env, which imports six
+    "cloudpickle>=3.1,<4",  # env factories (lambdas too) travel to env worker processes
+    # Structured output (lib/token_dfa.py): regex / JSON schema -> token DFA for the sampler.
+    "outlines-core>=0.2.14,<0.3",
 ]
 
 ENVS = [
@@ -55,6 +58,9 @@ BENCH = [
 
 TPU = ["jax[tpu]==0.10.2"]
 
+# The host loop's `ray` env executor (host.executor="ray", lib/llm/ray_executor.py).
+RAY = ["ray>=2.60,<3"]
+
 EXTRAS = {
     "envs": ENVS,
     "bench": BENCH,
@@ -64,16 +70,19 @@ EXTRAS = {
         "pytest-xdist>=3.8,<4",
         "hypothesis>=6.170,<7",
         "openai>=3.57,<4",  # the official SDK drives experiments/serve.py in the server tests
+        "jsonschema>=4.26,<5",  # structured-output tests validate outputs against their schema
         "lm-eval[api]==0.4.13",  # lm-evaluation-harness's local-completions client, in the server tests
         # Exactly this version: it installs from the CPU wheel on disk; any other pulls CUDA.
         "torch==2.13.0",
         *ENVS,
         *PEERS,
         *TPU,
+        *RAY,
     ],
     # libtpu's compiler, for `--plan --config.plan.target=tpu:<topology>` on a machine without
     # TPUs (and for running on one). Exactly the pinned jax: libtpu is built against it.
     "tpu": TPU,
+    "ray": RAY,
     "gpu": [
         "jax[cuda12]>=0.10.2,<0.11",
         # 0.10.1: the first release with runner="pooling" (the embedding backend) and one that reads

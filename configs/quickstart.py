@@ -3,6 +3,7 @@
 python launch.py --config=configs/quickstart.py --workdir=runs/quickstart
 python launch.py --config=configs/quickstart.py:debug=True --workdir=runs/quickstart_debug
 python launch.py --config=configs/quickstart.py:seed=3 --workdir=runs/quickstart_s3
+python launch.py --config=configs/quickstart.py:constrained=True --workdir=runs/quickstart_c
 
 Writes the 1,920 validated supervision rows, trains a byte-level BPE on them, trains a tiny
 Qwen3 (2 layers, d=128) with target-only SFT (contrast batches of 8, at most 20 epochs, stopped
@@ -16,7 +17,7 @@ from configs.gencoord.learned_common import base
 
 
 def get_config(arg=None):
-  arg = common.parse_arg(arg, debug=False, seeds=1, seed=0)
+  arg = common.parse_arg(arg, debug=False, seeds=1, seed=0, constrained=False)
   c = base(arg)
   # The training seed (model init and data order): `:seed=3` trains seed 3, `:seeds=5` seeds
   # seed..seed+4 one after another.
@@ -46,6 +47,8 @@ def get_config(arg=None):
   c.train.ckpt_every = 60 if arg.debug else 480
   c.max_rows = 480 if arg.debug else 0
   c.eval.conditions = [dict(name="dsl", recipe="direct_dsl")]
+  if arg.constrained:   # the same model again, its commitments decoded under the Short DSL regex
+    c.eval.conditions.append(dict(name="dsl_constrained", recipe="direct_dsl", constrained=True))
   c.paper = {"dsl": "128/128 (100%)"}
   c.bar = dict(success_pct=95.0)
   return c

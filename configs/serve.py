@@ -39,6 +39,7 @@ def get_config(arg=None):
       request_timeout_s=600.0,  # unanswered after this -> cancelled at the next chunk, 504
       socket_timeout_s=30.0,  # idle / half-sent connections are closed after this
       stuck_after_s=120.0,  # /health fails when a batch makes no progress for this long
-      max_body_bytes=8 << 20, max_embed_inputs=256)
+      max_body_bytes=8 << 20, max_embed_inputs=256,
+      max_constraint_cells=1 << 25)  # structured output: DFA states x token classes per table
   c.duration_s = 20.0 if arg.debug else 0.0  # 0: serve until killed
   return c

@@ -9,7 +9,9 @@
     ckpt.save(step, state, metadata={"tokens_seen": n})
 
 `template` gives the tree structure, shapes, dtypes and shardings to restore into (a freshly
-initialised state, or `jax.eval_shape` of one). Saves are synchronous by default so a run killed
+initialised state, or `jax.eval_shape` of one); NumPy leaves restore onto this process's first
+device. A checkpoint saved by several processes (each writing its shards) restores into any
+template: one process, another mesh, one device. Saves are synchronous by default so a run killed
 right after `save` returns still has that checkpoint.
 
 A damaged latest checkpoint (empty step directory, missing `_METADATA`, truncated JSON or array
@@ -26,6 +28,7 @@ import time
 from typing import Any
 
 import jax
+import numpy as np
 import orbax.checkpoint as ocp
 from absl import logging
 
@@ -125,7 +128,7 @@ class Checkpointer:
     problem = _step_damage(os.path.join(self.directory, str(step)))
     if problem is not None:
       return None, None, problem
-    abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, template)
+    abstract = jax.tree.map(_restore_target, template)
     try:
       out = self._manager.restore(step, args=ocp.args.Composite(
           state=ocp.args.StandardRestore(abstract), metadata=ocp.args.JsonRestore()))
@@ -147,6 +150,17 @@ class Checkpointer:
   def close(self) -> None:
     """Waits for pending writes and closes the orbax manager."""
     self._manager.close()
+
+
+def _restore_target(leaf: Any) -> Any:
+  """The restore target of one template leaf: its shape, dtype and sharding; a NumPy array goes
+  to this process's first device. Without a sharding, orbax falls back to the one saved in the
+  checkpoint, whose devices need not exist here (a checkpoint saved by several processes,
+  restored by one), and reports a topology mismatch."""
+  if isinstance(leaf, np.ndarray):
+    return jax.ShapeDtypeStruct(leaf.shape, leaf.dtype,
+                                sharding=jax.sharding.SingleDeviceSharding(jax.local_devices()[0]))
+  return ocp.utils.to_shape_dtype_struct(leaf)
 
 
 def _step_damage(step_dir: str) -> str | None:

@@ -1,11 +1,13 @@
-"""The config blocks a config file fills in: `model`, `plan` and `backend`, as plain dicts.
+"""The config blocks a config file fills in: `model`, `plan`, `host` and `backend`, as plain
+dicts.
 
 Imports nothing but the standard library, so `configs/*.py` load without JAX, Flax or the
 trainers (big_vision-style data-only configs; `tests/configs/test_configs_import_without_jax.py`
 keeps it so). Each builder fills its block's defaults and rejects unknown fields, listing the
 valid ones, so a typo fails when the config is built, not hours into a run. The code that reads
 the blocks calls the same builders: `lib.model_setup.build_model` (the `model` block's fields),
-`lib.memory_plan.compute` (`plan`), `lib.llm.factory.make_backend` (`backend`).
+`lib.memory_plan.compute` (`plan`), `lib.llm.factory.make_backend` (`backend`),
+`lib.llm.executor_factory.make_executor` (`host`).
 
     c.model = model_block(checkpoint="path/to/Qwen3-0.6B", dtype="bfloat16")
     c.plan = plan_block(trainer="grpo", rows=256, seq_len=1024, reference=True)
@@ -21,6 +23,13 @@ PLAN_BLOCK_DEFAULTS: dict[str, Any] = dict(
     trainer="sft", rows=8, micro_rows=0, seq_len=128, response_len=0, reference=False,
     embedder="", embedder_dtype="bfloat16", device_memory_gib=0.0, compile=True,
     check="analytic", target="cpu")
+# Where a host loop's envs run (lib/llm/env_executor.py): executor "inline" | "processes" | "ray";
+# a reset (which builds the env) or step past its timeout ends that episode as env_error.
+# workers: most worker processes / actors at once, which caps the live episodes (0: one per CPU
+# core). ray_address "" starts a local Ray in the run; "auto" or "ray://host:10001" joins one.
+HOST_BLOCK_DEFAULTS: dict[str, Any] = dict(
+    executor="inline", step_timeout_s=60.0, reset_timeout_s=300.0, workers=0, ray_address="",
+    ray_num_cpus=0.25)
 
 
 def filled_block(name: str, defaults: dict, fields: dict) -> dict:
@@ -101,6 +110,20 @@ def plan_block(**fields) -> dict:
     KeyError: a field that is not part of the block (the message lists the valid ones).
   """
   return filled_block("plan", PLAN_BLOCK_DEFAULTS, fields)
+
+
+def host_block(**fields) -> dict:
+  """The complete `host` config block (the host loop's env executor): HOST_BLOCK_DEFAULTS with
+  `fields` replaced.
+
+  Args:
+    **fields: any HOST_BLOCK_DEFAULTS field.
+  Returns:
+    A new dict with every field.
+  Raises:
+    KeyError: a field that is not part of the block (the message lists the valid ones).
+  """
+  return filled_block("host", HOST_BLOCK_DEFAULTS, fields)
 
 
 def backend_config(kind: str, **overrides) -> dict:

@@ -12,9 +12,8 @@ Prompts are left-padded to a power-of-two length bucket, so the program compiles
 (batch, bucket, max_new_tokens, top_k, eos ids).
 
 `generate_text` (strings or chat messages in, `DecodedText`s out) wraps it with a tokenizer. Stop
-strings are applied there, on the host, once per batch after decoding: a sequence that produces a
-stop string is cut right before it (the string itself is dropped from `text`, as vLLM does), and its
-tokens and logprobs are cut after the token that completed the string.
+strings are cut there, on the host, once per batch after decoding: right before the string in
+`text` (as vLLM does), after the token that completed it in tokens and logprobs.
 """
 import dataclasses
 from typing import Callable, NamedTuple, Sequence
@@ -24,6 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from lib import token_dfa
 from lib.models import sharding as sharding_lib
 from lib.token_choice import chosen_logprob, sample_logits
 
@@ -52,6 +52,7 @@ class _Decode(NamedTuple):
   top_logprobs: jax.Array
   lengths: jax.Array
   done: jax.Array
+  dfa: jax.Array | None = None  # [B] DFA states under a constraint (lib/token_dfa.py)
 
 
 def bucket_length(n: int, minimum: int = 16) -> int:
@@ -109,17 +110,19 @@ def _prefill(model, cache, prompt_ids, prompt_mask):
   return logits[:, -1], cache
 
 
-def _init_decode(cache, last_logits, batch, *, max_new_tokens, top_logprobs, pad_id) -> _Decode:
+def _init_decode(cache, last_logits, batch, *, max_new_tokens, top_logprobs, pad_id,
+                 constraint=None) -> _Decode:
   return _Decode(jnp.zeros((), jnp.int32), cache, last_logits,
                  jnp.full((batch, max_new_tokens), pad_id, jnp.int32),
                  jnp.zeros((batch, max_new_tokens), jnp.float32),
                  jnp.zeros((batch, max_new_tokens, top_logprobs), jnp.int32),
                  jnp.zeros((batch, max_new_tokens, top_logprobs), jnp.float32),
-                 jnp.zeros((batch,), jnp.int32), jnp.zeros((batch,), bool))
+                 jnp.zeros((batch,), jnp.int32), jnp.zeros((batch,), bool),
+                 None if constraint is None else constraint.states)
 
 
-def _decode_until(model, carry: _Decode, key, temperature, top_p, stop_step, *, top_k, eos_ids,
-                  pad_id) -> _Decode:
+def _decode_until(model, carry: _Decode, key, temperature, top_p, stop_step, tables=None, *,
+                  top_k, eos_ids, pad_id) -> _Decode:
   """Decodes from carry.step up to stop_step (exclusive), leaving early once every row is done."""
   batch = carry.tokens.shape[0]
   eos = jnp.asarray(eos_ids if eos_ids else (-1,), jnp.int32)
@@ -130,7 +133,11 @@ def _decode_until(model, carry: _Decode, key, temperature, top_p, stop_step, *, 
   def body(c):
     step_key = (jax.vmap(jax.random.fold_in, (0, None))(key, c.step) if key.ndim
                 else jax.random.fold_in(key, c.step))
-    token = sample_logits(c.logits, step_key, temperature, top_p, top_k)
+    # A constraint masks only the draw: log-probs stay those of the model's raw logits.
+    token = sample_logits(c.logits if tables is None else
+                          token_dfa.allowed_logits(c.logits, tables, c.dfa),
+                          step_key, temperature, top_p, top_k)
+    dfa = None if tables is None else token_dfa.advance(tables, c.dfa, token, c.done)
     # The [B,V] log-probs are materialised only when top_logprobs asks for them.
     logp, shifted, lse = chosen_logprob(c.logits.astype(jnp.float32), token)
     token = jnp.where(c.done, pad_id, token)
@@ -148,7 +155,7 @@ def _decode_until(model, carry: _Decode, key, temperature, top_p, stop_step, *, 
     # Stopped rows keep decoding pad tokens (cheaper than compacting); their outputs are masked.
     next_logits, cache = model.extend(token[:, None], jnp.ones((batch, 1), jnp.int32), c.cache)
     return _Decode(c.step + 1, cache, next_logits[:, 0], tokens, logprobs, top_ids, top_logprobs,
-                   lengths, done)
+                   lengths, done, dfa)
 
   return jax.lax.while_loop(cond, body, carry)
 
@@ -157,33 +164,34 @@ def _output(c: _Decode) -> SampleOutput:
   return SampleOutput(c.tokens, c.logprobs, c.lengths, c.top_ids, c.top_logprobs)
 
 
-def _generate_impl(graphdef, state, cache, prompt_ids, prompt_mask, key, temperature, top_p, *,
-                   max_new_tokens, top_k, eos_ids, pad_id, top_logprobs=0):
+def _generate_impl(graphdef, state, cache, prompt_ids, prompt_mask, key, temperature, top_p,
+                   constraint=None, *, max_new_tokens, top_k, eos_ids, pad_id, top_logprobs=0):
   model = nnx.merge(graphdef, state)
   last_logits, cache = _prefill(model, cache, prompt_ids, prompt_mask)
   carry = _init_decode(cache, last_logits, prompt_ids.shape[0], max_new_tokens=max_new_tokens,
-                       top_logprobs=top_logprobs, pad_id=pad_id)
-  carry = _decode_until(model, carry, key, temperature, top_p, max_new_tokens, top_k=top_k,
+                       top_logprobs=top_logprobs, pad_id=pad_id, constraint=constraint)
+  carry = _decode_until(model, carry, key, temperature, top_p, max_new_tokens,
+                        None if constraint is None else constraint[:2], top_k=top_k,
                         eos_ids=eos_ids, pad_id=pad_id)
   # Returning the cache lets XLA alias the donated input buffer: decoding updates it in place.
   return _output(carry), carry.cache
 
 
-def _start_impl(graphdef, state, cache, prompt_ids, prompt_mask, *, max_new_tokens, top_logprobs,
-                pad_id) -> _Decode:
+def _start_impl(graphdef, state, cache, prompt_ids, prompt_mask, constraint=None, *,
+                max_new_tokens, top_logprobs, pad_id) -> _Decode:
   model = nnx.merge(graphdef, state)
   last_logits, cache = _prefill(model, cache, prompt_ids, prompt_mask)
   return _init_decode(cache, last_logits, prompt_ids.shape[0], max_new_tokens=max_new_tokens,
-                      top_logprobs=top_logprobs, pad_id=pad_id)
+                      top_logprobs=top_logprobs, pad_id=pad_id, constraint=constraint)
 
 
-def _chunk_impl(graphdef, state, carry, key, temperature, top_p, stop_step, cancel, *, top_k,
-                eos_ids, pad_id) -> _Decode:
+def _chunk_impl(graphdef, state, carry, key, temperature, top_p, stop_step, cancel, tables=None,
+                *, top_k, eos_ids, pad_id) -> _Decode:
   # Cancelled rows are marked done: they stop counting tokens, and once every row is done the
   # loop exits without running the rest of the chunk.
   carry = carry._replace(done=carry.done | cancel)
   return _decode_until(nnx.merge(graphdef, state), carry, key, temperature, top_p, stop_step,
-                       top_k=top_k, eos_ids=eos_ids, pad_id=pad_id)
+                       tables, top_k=top_k, eos_ids=eos_ids, pad_id=pad_id)
 
 
 def _jit(fn):
@@ -205,8 +213,8 @@ def generate(graphdef, state, prompt_ids, prompt_mask, key, *, max_new_tokens: i
              eos_ids: Sequence[int] = (), pad_id: int = 0, bucket: bool = True,
              mesh: jax.sharding.Mesh | None = None, top_logprobs: int = 0,
              chunk_size: int = 0,
-             on_chunk: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray] | None = None
-             ) -> SampleOutput:
+             on_chunk: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray] | None = None,
+             constraint: token_dfa.Constraint | None = None) -> SampleOutput:
   """Samples up to max_new_tokens per row.
 
   Args:
@@ -223,6 +231,10 @@ def generate(graphdef, state, prompt_ids, prompt_mask, key, *, max_new_tokens: i
       token budget). A batch whose rows are all done or stopped ends at that chunk boundary.
       There is no per-token Python call either way.
     mesh: splits the batch over "data" (place the weights first with `lib.models.shard_model`).
+    constraint: per-row token DFAs (`lib.token_dfa.Constraint`: table, token classes, start
+      states [B]); each draw
+      is masked to the tokens the row's state allows (EOS only where its output may end).
+      None (the default) compiles the unconstrained program.
 
   Returns:
     SampleOutput (tokens/logprobs [B,N], lengths [B], top_ids/top_logprobs [B,N,K]).
@@ -254,10 +266,10 @@ def generate(graphdef, state, prompt_ids, prompt_mask, key, *, max_new_tokens: i
   temperature, top_p = jnp.float32(temperature), jnp.float32(top_p)
   if chunk_size <= 0:
     out, _ = _generate_jit(graphdef, state, cache, prompt_ids, prompt_mask, key, temperature,
-                           top_p, max_new_tokens=max_new_tokens, top_logprobs=int(top_logprobs),
-                           **static)
+                           top_p, constraint, max_new_tokens=max_new_tokens,
+                           top_logprobs=int(top_logprobs), **static)
     return out
-  carry = _start_jit(graphdef, state, cache, prompt_ids, prompt_mask,
+  carry = _start_jit(graphdef, state, cache, prompt_ids, prompt_mask, constraint,
                      max_new_tokens=max_new_tokens, top_logprobs=int(top_logprobs),
                      pad_id=int(pad_id))
   cancel = np.zeros((batch,), bool)
@@ -265,7 +277,8 @@ def generate(graphdef, state, prompt_ids, prompt_mask, key, *, max_new_tokens: i
   while True:
     stop_step = min(step + chunk_size, max_new_tokens)
     carry = _chunk_jit(graphdef, state, carry, key, temperature, top_p, jnp.int32(stop_step),
-                       jnp.asarray(cancel), **static)
+                       jnp.asarray(cancel), None if constraint is None else constraint[:2],
+                       **static)
     step, lengths, done, tokens = jax.device_get((carry.step, carry.lengths, carry.done,
                                                   carry.tokens))
     if step >= max_new_tokens or done.all():
@@ -344,15 +357,16 @@ def finish_row(tokenizer, token_ids: list[int], eos_ids: Sequence[int], stop: Se
 def generate_text(model, tokenizer, prompts: Sequence, key, *, max_new_tokens: int = 256,
                   temperature: float = 1.0, top_p: float = 1.0, top_k: int = 0,
                   stop: Sequence[str] = (), eos_ids: Sequence[int] | None = None,
-                  template_kwargs: dict | None = None, mesh=None,
-                  pad_batch: bool = True) -> list[DecodedText]:
+                  template_kwargs: dict | None = None, mesh=None, pad_batch: bool = True,
+                  constraint: token_dfa.TokenDFA | None = None) -> list[DecodedText]:
   """Text in, text out. Each prompt is a raw string (tokenised as is) or a list of chat messages
   ({"role", "content"} dicts, rendered with the tokenizer's chat template plus the generation
   prompt; `template_kwargs` go to the template, e.g. enable_thinking=False for Qwen3).
   Args: model (NNX, with `config`), tokenizer, prompts; key: one PRNG key; sampling settings
   and mesh as `generate`; stop: stop strings; eos_ids: default `default_eos_ids`;
   pad_batch: round the batch up to a power of two with copies of the first prompt (dropped from
-  the result), so callers with varying batch sizes reuse a few compiled programs.
+  the result), so callers with varying batch sizes reuse a few compiled programs;
+  constraint: a `token_dfa.TokenDFA` every row's output must follow.
   Returns: one DecodedText per prompt."""
   encoded = []
   for prompt in prompts:
@@ -366,10 +380,11 @@ def generate_text(model, tokenizer, prompts: Sequence, key, *, max_new_tokens: i
   pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
   rows = bucket_length(len(encoded), minimum=1) if pad_batch else len(encoded)
   ids, mask = left_pad(encoded + [encoded[0]] * (rows - len(encoded)), pad_id)
-  graphdef, state = nnx.split(model)
-  out = generate(graphdef, state, ids, mask, key, max_new_tokens=max_new_tokens,
+  if constraint is not None:
+    constraint = token_dfa.constraint([constraint] * rows, model.config.vocab_size)
+  out = generate(*nnx.split(model), ids, mask, key, max_new_tokens=max_new_tokens,
                  temperature=temperature, top_p=top_p, top_k=top_k, eos_ids=eos_ids, pad_id=pad_id,
-                 mesh=mesh)
+                 mesh=mesh, constraint=constraint)
   tokens, logprobs, lengths = jax.device_get((out.tokens, out.logprobs, out.lengths))
   completions = []
   for row, prompt_ids in enumerate(encoded):

@@ -16,7 +16,9 @@ their leading axis over "data" and "fsdp", so those devices all hold different r
     step = sharding.jit_step(sft_step, mesh, state_sh)     # (state, batch) -> (state, metrics)
 
 Multi-host: call `jax.distributed.initialize()` before building the mesh (launch.py flag); the mesh
-then spans `jax.devices()` of all hosts and each host feeds its `process_index` slice of the batch.
+then spans `jax.devices()` of all hosts. Each host either passes the whole global batch to
+`shard_batch` (every host must hold the same rows; each keeps its own) or only its own rows,
+`process_rows(n, mesh)`, to `shard_process_batch` (lib/distributed.py).
 """
 from typing import Any, Callable
 
@@ -115,7 +117,9 @@ def replicated(mesh: Mesh) -> NamedSharding:
 
 def shard_batch(batch: Any, mesh: Mesh) -> Any:
   """device_put every leaf split along its leading axis over "data" x "fsdp"; that axis must be
-  divisible by data * fsdp (pad the batch, with zero masks, to a multiple of it).
+  divisible by data * fsdp (pad the batch, with zero masks, to a multiple of it). In a
+  multi-process run every process passes the same whole batch and places the rows of its own
+  devices (`shard_process_batch` takes only this process's rows).
 
   Args:
     batch: a pytree of [N, ...] arrays (N divisible by data * fsdp, else ValueError).
@@ -127,7 +131,62 @@ def shard_batch(batch: Any, mesh: Mesh) -> Any:
   for x in jax.tree.leaves(batch):
     if np.shape(x)[0] % n:
       raise ValueError(f"batch leading axis {np.shape(x)[0]} is not divisible by {n} devices")
-  return jax.device_put(batch, batch_sharding(mesh))
+  return jax.device_put(jax.tree.map(_canonical, batch), batch_sharding(mesh))
+
+
+def _canonical(x):
+  """A host leaf as the array JAX will hold (float64 -> float32 without jax_enable_x64); a
+  jax.Array as it is (no round trip through the host). A multi-process device_put compares the
+  value it was given across processes with the one it placed, so a float64 leaf would otherwise
+  fail that check on every process ("not the same on each process") although all processes
+  passed the same rows."""
+  if isinstance(x, jax.Array):
+    return x
+  x = np.asarray(x)
+  return x.astype(jax.dtypes.canonicalize_dtype(x.dtype), copy=False)
+
+
+def process_rows(n: int, mesh: Mesh) -> slice:
+  """The rows of an [n, ...] global batch that this process's devices hold under
+  `batch_sharding(mesh)` (all of them in a single-process run), the slice to feed to
+  `shard_process_batch`.
+
+  Args:
+    n: the global batch's leading size (divisible by data * fsdp).
+    mesh: the device mesh.
+  Returns:
+    slice(start, stop) of the leading axis.
+  Raises:
+    ValueError: this process's devices hold rows that are not one contiguous block (a mesh
+      whose device order interleaves processes along the batch axes).
+  """
+  index = batch_sharding(mesh).addressable_devices_indices_map((n,))
+  starts = sorted({(idx[0].start or 0, idx[0].stop or n) for idx in index.values()})
+  for (_, stop), (start, _) in zip(starts, starts[1:]):
+    if stop != start:
+      raise ValueError(f"process {jax.process_index()} holds rows {starts} of the batch, not one "
+                       f"block; build the mesh with each process's devices together")
+  return slice(starts[0][0], starts[-1][1])
+
+
+def shard_process_batch(local_batch: Any, mesh: Mesh) -> Any:
+  """The global batch assembled from every process's own rows: each process passes its
+  `process_rows` slice (only those rows need to exist on that host), and the result is the
+  same global jax.Array as `shard_batch` of the whole batch. Multi-process runs that load data
+  per host use this; in a single-process run it equals `shard_batch`.
+
+  Args:
+    local_batch: a pytree of [n / process_count, ...] arrays, this process's rows.
+    mesh: the device mesh.
+  Returns:
+    The pytree of global [n, ...] jax.Arrays placed with `batch_sharding(mesh)`.
+  """
+  sh = batch_sharding(mesh)
+  procs = len({d.process_index for d in mesh.devices.flat})
+  def put(x):
+    x = _canonical(x)
+    return jax.make_array_from_process_local_data(sh, x, (x.shape[0] * procs, *x.shape[1:]))
+  return jax.tree.map(put, local_batch)
 
 
 def jit_step(step: Callable, mesh: Mesh, state_sharding: Any, donate: bool = True) -> Callable:

@@ -114,6 +114,16 @@ def test_unknown_experiment_given_as_override_is_one_line_and_creates_nothing(la
   assert "unknown experiment 'nosuch'; valid:" in line and "gencoord/eval" in line
 
 
+def test_incomplete_multi_host_flags_are_one_line_and_create_nothing(launch, tmp_path):
+  line = _error_creates_nothing(launch, tmp_path, "--config=configs/smoke.py",
+                                "--jax_coordinator=127.0.0.1:1234", "--jax_process_id=0")
+  assert "needs --jax_num_processes=N and --jax_process_id=i" in line
+  line = _error_creates_nothing(launch, tmp_path, "--config=configs/smoke.py",
+                                "--jax_coordinator=127.0.0.1:1234", "--jax_num_processes=2",
+                                "--jax_process_id=2")
+  assert "--jax_process_id=2 is not in [0, --jax_num_processes=2)" in line
+
+
 def test_bad_override_value_is_one_line(launch, tmp_path):
   line = _error_creates_nothing(launch, tmp_path, "--config=configs/smoke.py",
                                 "--config.seed=abc")

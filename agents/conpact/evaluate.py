@@ -32,6 +32,7 @@ from agents.conpact import (attribution, figure, labels, metrics, methods, schem
                             study_tables, textenv)
 from agents.conpact.routing import RoleRouter
 from lib import tb
+from lib.llm.executor_factory import make_executor
 from lib.llm.factory import make_backend
 from lib.llm.host_loop import EpisodeJob, HostLoop, final_rows
 from lib.llm.scripted import NoiseModel
@@ -184,7 +185,8 @@ def evaluate(config, workdir):
     for a in sorted(set(per_spec)):
       group = [s for s, b in zip(specs, per_spec) if b == a]
       loop = HostLoop(backend, action_budget=a, call_budget=a, max_live=config.max_live,
-                      seed=config.seed, progress_desc=f"{env} A=C={a}")
+                      seed=config.seed, progress_desc=f"{env} A=C={a}",
+                      executor=lambda: make_executor(config.host))
       out = loop.run(group, log)
       logging.info("%s A=C=%d: %s", env, a, {k: out[k] for k in ("run", "skipped", "steps")})
     by_condition = {}

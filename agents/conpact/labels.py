@@ -36,6 +36,8 @@ def comparator_confusion(rows, policy, backend_seed: int, schema: schemas.Schema
   """TP/FP/FN/TN over (check, field) pairs of every initial planner-actor check in `rows`."""
   tp = fp = fn = tn = decidable = 0
   for row in rows:
+    if not row["agent"]:   # the episode ended before its agent existed (its env never reset)
+      continue
     calls = [e for e in row["transcript"] if e["type"] == "call"]
     for rec in row["agent"]["records"]:
       if rec["kind"] != "pair":

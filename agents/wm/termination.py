@@ -3,8 +3,9 @@
 Each episode row of `lib.llm.host_loop` carries a `status` and a transcript; the termination type
 is read from them, first match wins:
 
-  env error            the last step's info has `env_error` (the simulator died / hung / raised):
-                       says nothing about the agent
+  env error            the last step's info has `env_error` (the simulator died / hung / raised),
+                       or `status == "env_error"` (its worker process hung or died,
+                       lib/llm/env_executor.py): says nothing about the agent
   backend error        `status == "backend_error"` (a model call failed after its retries)
   agent error          `status == "agent_error"` (the agent raised: a bug)
   success              `status == "success"` (the env reported the task solved)
@@ -44,7 +45,7 @@ def termination_type(row: Mapping, parse_run: int = 3) -> str:
   """
   status = row.get("status")
   actions = [e for e in row.get("transcript", ()) if e.get("type") == "action"]
-  if actions and (actions[-1].get("info") or {}).get("env_error"):
+  if status == "env_error" or (actions and (actions[-1].get("info") or {}).get("env_error")):
     return "env error"
   if status == "backend_error":
     return "backend error"

@@ -12,7 +12,7 @@ import ml_collections
 
 from configs import common
 from configs.conpact.scripted import conditions
-from lib.config_blocks import backend_config
+from lib.config_blocks import backend_config, host_block
 
 
 def get_config(arg=None):
@@ -27,6 +27,7 @@ def get_config(arg=None):
   c.minigrid_tasks = ["BabyAI-GoToRedBall-v0"]
   c.rollouts = 2
   c.max_live = None
+  c.host = host_block()   # where the envs run: executor inline | processes | ray
   c.n_resamples = 200
   c.budget_cap = arg.budget  # A = C cap per rollout (0: paper budgets)
   c.label = ("tiny RANDOM-weight Flax model (mechanics only)" if not arg.checkpoint

@@ -15,7 +15,7 @@ import ml_collections
 
 from configs import common
 from configs.conpact.scripted import conditions
-from lib.config_blocks import backend_config
+from lib.config_blocks import backend_config, host_block
 
 
 def get_config(arg=None):
@@ -33,6 +33,7 @@ def get_config(arg=None):
                       "BabyAI-GoTo-v0", "BabyAI-GoToDoor-v0", "BabyAI-BlockedUnlockPickup-v0"]
   c.rollouts = 2 if arg.debug else arg.rollouts
   c.max_live = 64  # bounds open requests; the client's own max_concurrency bounds HTTP calls
+  c.host = host_block()   # where the envs run: executor inline | processes | ray
   c.n_resamples = 200 if arg.debug else 2000
   c.budget_cap = 3 if arg.debug else 0
   c.label = f"planner {arg.model}, actor {arg.actor_model or arg.model}"

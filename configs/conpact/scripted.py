@@ -22,7 +22,7 @@ python launch.py --config=configs/conpact/scripted.py:instances=6,mg_per_task=2 
 import ml_collections
 
 from configs import common
-from lib.config_blocks import backend_config
+from lib.config_blocks import backend_config, host_block
 
 ENVS = ("sokoban", "minigrid", "procgen", "crafter")
 PROCGEN_GAMES = ("bigfish", "chaser", "coinrun", "jumper", "maze", "miner")  # paper Table 5
@@ -79,6 +79,7 @@ def get_config(arg=None):
                       ["BabyAI-GoToRedBall-v0", "BabyAI-GoToObj-v0", "BabyAI-GoToLocal-v0"])
   c.rollouts = 2 if arg.debug else arg.rollouts
   c.max_live = None
+  c.host = host_block()   # where the envs run: executor inline | processes | ray
   new_envs = any(e == "crafter" or e.startswith("procgen-") for e in c.envs)
   c.budget_cap = DEBUG_NEW_ENV_BUDGET if arg.debug and new_envs else 0  # 0: the paper's A = C
   c.label = ""  # table label; "" = derived from the backend kind

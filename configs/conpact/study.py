@@ -27,7 +27,7 @@ from agents.conpact import demonstration_spec
 from configs import common
 from configs.conpact import scripted as scripted_config
 from configs.conpact import train as train_config
-from lib.config_blocks import backend_config, model_block, plan_block
+from lib.config_blocks import backend_config, host_block, model_block, plan_block
 
 # Misperception rate of the demonstrators (per row; planner and actor draw independently). Fixed
 # a priori at the scripted demo's perception noise (configs/conpact/scripted.py), never tuned on
@@ -138,6 +138,7 @@ def get_config(arg=None):
   ev.minigrid_tasks = list(c.eval_minigrid_tasks)
   ev.rollouts = arg.rollouts                 # k of avg@k / pass@k / pass^k
   ev.max_live = None
+  ev.host = host_block()   # where the envs run: executor inline | processes | ray
   ev.n_resamples = 200 if d else 2000
   ev.budget_cap = 4 if d else arg.budget     # A = C cap per episode (0: the paper's budgets)
   ev.label = c.label

@@ -211,7 +211,9 @@ def run(config, workdir):
       else:
         recipe = training_recipes.get(spec.recipe)
         llm = learned_policy.flax_llm(models_[spec.recipe], tok, config.eval.max_batch)
-        policy = learned_policy.LearnedPolicy(llm, recipe.surface, name=spec.recipe)
+        # constrained: commitments decoded under the surface's regex, masked in the sampler
+        policy = learned_policy.LearnedPolicy(llm, recipe.surface, name=spec.recipe,
+                                              constrained=spec.constrained)
         tokens = policy.tokens
       if todo:
         t0 = time.perf_counter()
@@ -237,14 +239,17 @@ def run(config, workdir):
 
 class _Spec:
   """One evaluation condition: a trained recipe (or a model-free policy, `backend`), the request
-  condition, the horizon and the task-structure `view` of its pool (None: the suite's own)."""
+  condition, the horizon, the task-structure `view` of its pool (None: the suite's own) and
+  whether the recipe's commitments are decoded under its grammar (`constrained`)."""
 
   def __init__(self, name, recipe=None, condition="true", horizon="multi", view=None,
-               backend=None):
+               backend=None, constrained=False):
     if (recipe is None) == (backend is None):
       raise ValueError(f"condition {name!r} needs exactly one of recipe / backend")
+    if constrained and backend is not None:
+      raise ValueError(f"condition {name!r}: constrained decoding needs a trained recipe")
     self.name, self.recipe, self.condition, self.horizon = name, recipe, condition, horizon
-    self.view, self.backend = view, backend
+    self.view, self.backend, self.constrained = view, backend, bool(constrained)
 
 
 # The protocol of model-free conditions.

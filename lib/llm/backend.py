@@ -35,6 +35,9 @@ class SamplingParams:
   top_k: int = 0  # 0: off (not part of the OpenAI API; sent only to servers that accept it)
   stop: tuple[str, ...] = ()
   seed: int | None = None
+  # The whole output must match this regex (structured output): enforced by the flax backend's
+  # sampler and sent to OpenAI-compatible servers as structured_outputs.regex (vLLM, ours).
+  regex: str | None = None
 
   def __post_init__(self):
     if self.max_tokens < 1:

@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from lib import config_blocks, model_setup, models, sampling, train_state
+from lib import config_blocks, model_setup, models, sampling, token_dfa, train_state
 from lib.llm.backend import Backend, Completion, SamplingParams
 
 class FlaxBackend(Backend):
@@ -126,10 +126,12 @@ class FlaxBackend(Backend):
     n = len(convs)
     padded = sampling.bucket_length(n, minimum=self.min_batch)
     start = time.perf_counter()
+    constraint = None if p.regex is None else token_dfa.compile_regex(
+        self.tokenizer, p.regex, sampling.default_eos_ids(self.tokenizer, self.model.config))
     results = sampling.generate_text(
         self.model, self.tokenizer, list(convs) + [convs[0]] * (padded - n), self._key(seeds),
         max_new_tokens=p.max_tokens, temperature=p.temperature, top_p=p.top_p, top_k=p.top_k,
-        stop=p.stop, template_kwargs=self.template_kwargs)[:n]
+        stop=p.stop, template_kwargs=self.template_kwargs, constraint=constraint)[:n]
     # One sampler call serves the whole chunk; each request is charged the chunk's wall time.
     latency = time.perf_counter() - start
     return [Completion(text=r.text, input_tokens=r.prompt_tokens,

@@ -11,7 +11,12 @@ An episode ends with a status:
   failure        terminated without success            truncated     the env's own time limit
   action_budget  A actions taken without ending        call_budget   the agent wanted call C+1
   backend_error  a model call failed (after the backend's own retries); `error` holds its code
-  agent_error    the agent raised (a bug); `error_detail` holds the exception
+  agent_error    the agent (or the env it drove) raised; `error_detail` holds the exception
+  env_error      the env's worker hung past its timeout or died (`host.executor` processes /
+                 ray); `error` is env_timeout / env_worker_died, `error_detail` says which worker
+Envs run where the loop's executor puts them (lib/llm/env_executor.py: in this process, or one per
+worker process or Ray actor): between two model calls the pending reset/step calls of all live
+episodes go to the executor together, so envs in workers step concurrently.
 Each finished episode is appended at once to `results.jsonl` (flushed + fsync'd) with its full
 transcript, so a crash or kill loses no finished rows. A rerun skips keys already present; when the
 log's key includes "attempt", episodes whose every row is a `backend_error` are run again with the
@@ -21,7 +26,6 @@ import dataclasses
 import hashlib
 import json
 import time
-import traceback
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -29,11 +33,12 @@ from absl import logging
 
 from lib.llm.agent import Act, ModelRequest, scalar_info
 from lib.llm.backend import Backend, SamplingParams
+from lib.llm.env_executor import EnvCall, EnvExecutor, EnvResult, InlineExecutor, exception_record
 from lib.progress import progress
 from lib.results import ResultsLog
 
 STATUSES = ("success", "failure", "truncated", "action_budget", "call_budget", "backend_error",
-            "agent_error")
+            "agent_error", "env_error")
 ATTEMPT = "attempt"
 
 
@@ -54,9 +59,11 @@ class EpisodeJob:
 class _Episode:
   job: EpisodeJob
   attempt: int
-  env: Any = None
+  uid: int = 0
   agent: Any = None
   request: ModelRequest | None = None
+  env_call: EnvCall | None = None   # a reset or step waiting for the executor
+  act: Act | None = None            # the Act whose step is pending
   actions: int = 0
   calls: int = 0
   ret: float = 0.0
@@ -107,13 +114,17 @@ class HostLoop:
   action_budget A and call_budget C are per episode; `max_live` caps concurrently live episodes
   (None: all at once), `default_params` serves requests without their own params. An episode bar
   (`progress_desc`) is drawn on a terminal only (lib/progress.py); `show_progress=False` never.
+  `executor` makes the env executor of one `run` (lib/llm/env_executor.py; default inline, e.g.
+  `lambda: executor_factory.make_executor(config.host)`); its `capacity` caps the live episodes too,
+  and `run` closes it at the end.
   """
 
   def __init__(self, backend: Backend, *, action_budget: int, call_budget: int,
                default_params: SamplingParams = SamplingParams(), max_live: int | None = None,
                seed: int = 0, max_attempts: int = 3, show_progress: bool = True,
                progress_desc: str = "episodes",
-               success_fn: Callable[[float, bool, dict], bool] = default_success):
+               success_fn: Callable[[float, bool, dict], bool] = default_success,
+               executor: Callable[[], EnvExecutor] = InlineExecutor):
     if action_budget < 1 or call_budget < 0:
       raise ValueError(f"need action_budget >= 1 and call_budget >= 0, got "
                        f"{action_budget}, {call_budget}")
@@ -127,6 +138,7 @@ class HostLoop:
     self.show_progress = show_progress
     self.progress_desc = progress_desc
     self.success_fn = success_fn
+    self.executor = executor
     self.steps = 0  # batched backend calls made by the last run()
 
   # ---- resumption -------------------------------------------------------------------------
@@ -156,26 +168,42 @@ class HostLoop:
 
   # ---- one episode ------------------------------------------------------------------------
 
-  def _start(self, job: EpisodeJob, attempt: int) -> _Episode:
-    ep = _Episode(job=job, attempt=attempt, started=time.perf_counter())
+  def _start(self, uid: int, job: EpisodeJob, attempt: int) -> _Episode:
+    ep = _Episode(job=job, attempt=attempt, uid=uid, started=time.perf_counter())
+    ep.env_call = EnvCall(uid, "reset", make_env=job.make_env, seed=job.env_seed)
+    return ep
+
+  def _fail(self, ep: _Episode, status: str, exc: BaseException) -> None:
+    self._record_failure(ep, status, *exception_record(exc))
+
+  def _record_failure(self, ep: _Episode, status: str, error: str, detail: str) -> None:
+    ep.status, ep.error, ep.error_detail = status, error, detail
+    logging.warning("episode %s ended with %s: %s", ep.job.key, status, detail)
+
+  def _env_failed(self, ep: _Episode, result: EnvResult) -> bool:
+    """Records a raising env as agent_error (as in-process envs always were), a hung or dead
+    worker as env_error; True when the episode ended."""
+    if result.raised is not None:
+      self._record_failure(ep, "agent_error", *result.raised)
+    elif result.error is not None:
+      self._record_failure(ep, "env_error", result.error, result.detail)
+    return ep.status is not None
+
+  def _on_reset(self, ep: _Episode, result: EnvResult) -> None:
+    if self._env_failed(ep, result):
+      return
     try:
-      ep.env = job.make_env()
-      obs, info = ep.env.reset(job.env_seed)
-      ep.agent = job.make_agent()
+      obs, info = result.value
+      ep.agent = ep.job.make_agent()
       ep.transcript.append({"type": "reset", **_obs_record(obs)})
       ep.agent.reset(obs, info)
     except Exception as e:  # pylint: disable=broad-except
       self._fail(ep, "agent_error", e)
-    return ep
 
-  def _fail(self, ep: _Episode, status: str, exc: BaseException) -> None:
-    ep.status, ep.error = status, type(exc).__name__
-    ep.error_detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-    logging.warning("episode %s ended with %s: %s", ep.job.key, status, ep.error_detail)
-
-  def _advance(self, ep: _Episode) -> None:
-    """Runs the agent until it ends or leaves a pending model request in `ep.request`."""
-    while ep.status is None:
+  def _drive(self, ep: _Episode) -> None:
+    """Runs the agent until it ends, leaves a model request in `ep.request` or an env step in
+    `ep.env_call`."""
+    while ep.status is None and ep.request is None and ep.env_call is None:
       try:
         nxt = ep.agent.next()
       except Exception as e:  # pylint: disable=broad-except
@@ -190,27 +218,46 @@ class HostLoop:
       if not isinstance(nxt, Act):
         self._fail(ep, "agent_error", TypeError(f"agent.next() returned {type(nxt).__name__}"))
         return
-      try:
-        obs, reward, terminated, truncated, info = ep.env.step(nxt.action)
-        reward, terminated, truncated = float(reward), bool(terminated), bool(truncated)
-        ep.actions += 1
-        ep.ret += reward
-        ep.transcript.append({"type": "action", "tag": nxt.tag, "action": nxt.action,
-                              "reward": reward, "terminated": terminated,
-                              "truncated": truncated, "info": scalar_info(info),
-                              **_obs_record(obs)})
-        ep.agent.observe(obs, reward, terminated, truncated, info)
-      except Exception as e:  # pylint: disable=broad-except
-        self._fail(ep, "agent_error", e)
+      ep.act, ep.env_call = nxt, EnvCall(ep.uid, "step", action=nxt.action)
+
+  def _on_step(self, ep: _Episode, result: EnvResult) -> None:
+    if self._env_failed(ep, result):
+      return
+    try:
+      obs, reward, terminated, truncated, info = result.value
+      reward, terminated, truncated = float(reward), bool(terminated), bool(truncated)
+      ep.actions += 1
+      ep.ret += reward
+      ep.transcript.append({"type": "action", "tag": ep.act.tag, "action": ep.act.action,
+                            "reward": reward, "terminated": terminated,
+                            "truncated": truncated, "info": scalar_info(info),
+                            **_obs_record(obs)})
+      ep.agent.observe(obs, reward, terminated, truncated, info)
+    except Exception as e:  # pylint: disable=broad-except
+      self._fail(ep, "agent_error", e)
+      return
+    if self.success_fn(reward, terminated, info):
+      ep.status = "success"
+    elif terminated:
+      ep.status = "failure"
+    elif truncated:
+      ep.status = "truncated"
+    elif ep.actions >= self.action_budget:
+      ep.status = "action_budget"
+
+  def _run_env_calls(self, executor: EnvExecutor, live: list[_Episode]) -> None:
+    """Hands the pending env calls of every live episode to the executor together, feeds the
+    results back and repeats until each episode has ended or waits for the model."""
+    while True:
+      eps = [ep for ep in live if ep.env_call is not None]
+      if not eps:
         return
-      if self.success_fn(reward, terminated, info):
-        ep.status = "success"
-      elif terminated:
-        ep.status = "failure"
-      elif truncated:
-        ep.status = "truncated"
-      elif ep.actions >= self.action_budget:
-        ep.status = "action_budget"
+      results = executor.run([ep.env_call for ep in eps])
+      for ep, result in zip(eps, results):
+        call, ep.env_call = ep.env_call, None
+        (self._on_reset if call.op == "reset" else self._on_step)(ep, result)
+        if ep.agent is not None:
+          self._drive(ep)
 
   def _row(self, ep: _Episode, log: ResultsLog) -> dict:
     calls = [e for e in ep.transcript if e["type"] == "call"]
@@ -256,25 +303,32 @@ class HostLoop:
     live: list[_Episode] = []
     self.steps = 0
     written = 0
-    cap = self.max_live or len(todo) or 1
+    executor, uid = self.executor(), 0
+    cap = min(self.max_live or len(todo) or 1, executor.capacity or len(todo) or 1)
     quiet = {} if self.show_progress else {"disable": True}
     bar = progress(total=len(todo), desc=self.progress_desc, unit="episode", **quiet)
-    while queue or live:
-      while queue and len(live) < cap:
-        live.append(self._start(*queue.pop()))
-      for ep in live:
-        if ep.request is None:
-          self._advance(ep)
-      waiting = [ep for ep in live if ep.status is None]
-      if waiting:
-        self._answer(waiting)
-      for ep in live:
-        if ep.status is not None:
-          log.append(self._row(ep, log))
-          written += 1
-          bar.update(1)
-      live = [ep for ep in live if ep.status is None]
-    bar.close()
+    try:
+      while queue or live:
+        while queue and len(live) < cap:
+          live.append(self._start(uid, *queue.pop()))
+          uid += 1
+        for ep in live:
+          if ep.agent is not None:
+            self._drive(ep)
+        self._run_env_calls(executor, live)
+        waiting = [ep for ep in live if ep.status is None]
+        if waiting:
+          self._answer(waiting)
+        for ep in live:
+          if ep.status is not None:
+            executor.release(ep.uid)
+            log.append(self._row(ep, log))
+            written += 1
+            bar.update(1)
+        live = [ep for ep in live if ep.status is None]
+    finally:
+      executor.close()
+      bar.close()
     return {"episodes": len(jobs), "run": written, "skipped": skipped, "steps": self.steps,
             "usage": self.backend.usage.snapshot()}
 

@@ -208,6 +208,8 @@ class OpenAIBackend(Backend):
       body["stop"] = list(p.stop)
     if p.seed is not None:
       body["seed"] = p.seed
+    if p.regex is not None:
+      body["structured_outputs"] = {"regex": p.regex}
     if self.send_top_k and p.top_k:
       body["top_k"] = p.top_k
     if self.stream:

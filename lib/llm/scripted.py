@@ -139,7 +139,7 @@ class ScriptedBackend(Backend):
   """Answers each conversation with `policy.respond`, seeded per request.
 
   Token usage is not reported (None): scripted replies have no tokenizer, and inventing counts
-  would contaminate usage metrics. `max_tokens` is not applied; stop strings are.
+  would contaminate usage metrics. `max_tokens` and `regex` are not applied; stop strings are.
   """
 
   name = "scripted"

@@ -61,6 +61,9 @@ class VLLMBackend(Backend):
     self.chat_template_kwargs = dict(chat_template_kwargs or {})
 
   def _params(self, p: SamplingParams):
+    if p.regex is not None:
+      raise ValueError("the in-process vllm backend does not take regex constraints; serve the "
+                       "model with vLLM and use the openai_http backend (structured_outputs)")
     return self._vllm.SamplingParams(max_tokens=p.max_tokens, temperature=p.temperature,
                                      top_p=p.top_p, top_k=p.top_k if p.top_k > 0 else -1,
                                      stop=list(p.stop) or None, seed=p.seed)

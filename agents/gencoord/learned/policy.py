@@ -5,7 +5,10 @@
 model just trained or on any local Hugging Face-format Qwen checkpoint, or (b) `OpenAIBackend`
 -- any OpenAI-compatible endpoint (vLLM serving an exported checkpoint). Outputs map from its
 surface to Short DSL as for any `PromptPolicy` (`prompted.decode_outputs`). Decoding is greedy
-with the structured output capped at 256 tokens. It keeps per-episode token counts (the
+with the structured output capped at 256 tokens; `constrained=True` decodes commitments under
+the Short DSL regex (`constrained.DSL_REGEX`: the flax sampler masks every draw on device, an
+OpenAI-compatible server gets it as structured_outputs.regex), so every commitment parses
+(dialogue turns stay free). It keeps per-episode token counts (the
 episode ids come with the contexts) and per-call times so experiments can report input/output
 tokens and time-to-commitment.
 """
@@ -13,7 +16,7 @@ import time
 from typing import Sequence
 
 from agents.gencoord.episode import LocalContext
-from agents.gencoord.learned import chat
+from agents.gencoord.learned import chat, constrained as constrained_lib
 from agents.gencoord.policies import prompted
 from lib.llm.backend import Backend, SamplingParams
 from lib.llm.flax_backend import FlaxBackend
@@ -34,42 +37,55 @@ class LearnedPolicy:
     surface: what the model writes.
     name: the policy's name in result rows.
     max_new_tokens: output cap per call.
+    constrained: decode commitments under the surface's regex (`constrained.surface_regex`;
+      ValueError for a surface without one).
   """
   learned_calls = 1
 
   def __init__(self, llm: Backend, surface: str = "dsl", name: str = "learned",
-               max_new_tokens: int = MAX_NEW_TOKENS):
+               max_new_tokens: int = MAX_NEW_TOKENS, constrained: bool = False):
     prompted.check_surface(surface)
     self.llm, self.surface, self.name = llm, surface, name
     self.params = SamplingParams(max_tokens=max_new_tokens, temperature=0.0)
+    self.commit_params = (self.params.replace(regex=constrained_lib.surface_regex(surface))
+                          if constrained else self.params)
     self.tokens: dict = {}          # episode_id -> [input tokens, output tokens]
     self.call_times: list = []      # (start, end, batch size) of each batched model call
 
-  def generate_raw(self, contexts: Sequence[LocalContext]) -> list[str]:
-    """The model's outputs on this surface, unconverted (free-form dialogue turns)."""
+  def generate_raw(self, contexts: Sequence[LocalContext], params: SamplingParams | None = None
+                   ) -> list[str]:
+    """The model's outputs on this surface, unconverted (free-form dialogue turns).
+
+    Args:
+      contexts: the local contexts.
+      params: decoding settings (default `self.params`: greedy, unconstrained).
+    """
     if not contexts:
       return []
     outputs = self.complete([chat.messages(c, self.surface) for c in contexts],
-                            [c.episode_id for c in contexts])
+                            [c.episode_id for c in contexts], params)
     if len(outputs) != len(contexts):
       raise ValueError(f"generator returned {len(outputs)} outputs for {len(contexts)} prompts")
     return outputs
 
   def generate(self, contexts: Sequence[LocalContext]) -> list[str]:
     """Short DSL, one text per context (`prompted.to_short_dsl` of each output)."""
-    return prompted.decode_outputs(contexts, self.generate_raw(contexts), self.surface)[0]
+    raw = self.generate_raw(contexts, self.commit_params)
+    return prompted.decode_outputs(contexts, raw, self.surface)[0]
 
-  def complete(self, conversations: list, episode_ids: Sequence[str]) -> list[str]:
+  def complete(self, conversations: list, episode_ids: Sequence[str],
+               params: SamplingParams | None = None) -> list[str]:
     """One batched model call; its token counts are added to `tokens[episode_id]`.
 
     Args:
       conversations: chat message lists, one per episode.
       episode_ids: the episode each conversation belongs to, in the same order.
+      params: decoding settings (default `self.params`).
     Returns:
       The completion texts, in order.
     """
     start = time.perf_counter()
-    out = self.llm.generate(conversations, self.params)
+    out = self.llm.generate(conversations, params or self.params)
     self.call_times.append((start, time.perf_counter(), len(conversations)))
     for episode_id, c in zip(episode_ids, out):
       if c.error is not None:

@@ -1,6 +1,9 @@
 """The OpenAI-compatible model server (`experiments/serve.py` runs it).
 
-  admission.py  request parsing and validation, ServerLimits, RequestError (400s naming limits)
+  admission.py  request parsing and validation, ServerLimits (400s naming limits)
+  errors.py     RequestError (status + OpenAI error body)
+  structured.py response_format / structured_outputs / guided_* -> one output regex
+  tool_calls.py tools and tool_choice in Qwen's format: prompt rendering, <tool_call> parsing
   engine.py     FlaxEngine (chunked, cancellable sampling, n, seed, log-probs, prompt scoring)
   backend_engine.py  BackendEngine (any other Backend, chat only), make_engine
   worker.py     ModelWorker: bounded queue, batching, cancellation, health

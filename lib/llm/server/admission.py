@@ -3,31 +3,20 @@ refuse anything over a limit before it reaches the model.
 
 Every refusal is a `RequestError` carrying the HTTP status and a message that names the field or
 the limit (and how to raise it), so a client sees at once why it was turned away. Fields this
-server cannot honour (tools, response_format other than text, penalties, logit_bias, ...) are
-refused by name, never silently ignored; so are fields it does not know.
+server cannot honour (penalties, logit_bias, legacy functions, grammars, ...) are refused by
+name, never silently ignored; so are fields it does not know. Tools (tool_calls.py) and
+structured output (structured.py) are parsed into the request.
 """
 import dataclasses
 import math
 from typing import Callable
 
 from lib.llm.backend import ROLES, SamplingParams
+from lib.llm.server import structured, tool_calls
+from lib.llm.server.errors import RequestError
 
 MAX_TOP_LOGPROBS = 20  # OpenAI's own cap on top_logprobs
 MAX_STOP_STRINGS = 4
-
-
-class RequestError(ValueError):
-  """A request the server answers with `status` and an OpenAI-style error body."""
-
-  def __init__(self, status: int, message: str, kind: str = "invalid_request_error",
-               param: str | None = None, retry_after_s: float | None = None):
-    super().__init__(message)
-    self.status, self.kind, self.param, self.retry_after_s = status, kind, param, retry_after_s
-
-  def body(self) -> dict:
-    """The OpenAI error body: {"error": {"message", "type", "param", "code": status}}."""
-    return {"error": {"message": str(self), "type": self.kind, "param": self.param,
-                      "code": self.status}}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,6 +30,7 @@ class ServerLimits:
   socket_timeout_s: idle or half-sent connections are closed after this long.
   stuck_after_s: /health fails when the model worker made no progress for this long.
   max_body_bytes: request bodies above this get 413. max_embed_inputs: texts per embeddings call.
+  max_constraint_cells: states x token classes of one structured-output table (lib/token_dfa.py).
   """
   context_length: int | None = None
   max_prompt_tokens: int = 4096
@@ -52,6 +42,7 @@ class ServerLimits:
   stuck_after_s: float = 120.0
   max_body_bytes: int = 8 << 20
   max_embed_inputs: int = 256
+  max_constraint_cells: int = 1 << 25
 
 
 @dataclasses.dataclass
@@ -82,14 +73,17 @@ class GenerationRequest:
   return_token_ids: bool = False
   tokens_as_ids: bool = False
   on_text: Callable[[int, str], None] | None = None
+  regex: str | None = None  # the output must match it (structured output or a forced tool call)
+  regex_field: str | None = None  # the field the regex came from, for error messages
+  constraint: object = None  # regex compiled by the engine (lib.token_dfa.TokenDFA)
+  tools: tool_calls.ToolSpec | None = None  # chat: declared tools and tool_choice
 
 
 _COMMON = {"model", "max_tokens", "temperature", "top_p", "top_k", "stop", "seed", "n", "stream",
            "stream_options", "logprobs", "user", "presence_penalty", "frequency_penalty",
-           "logit_bias", "return_token_ids", "return_tokens_as_token_ids"}
-CHAT_FIELDS = _COMMON | {"messages", "max_completion_tokens", "top_logprobs", "response_format",
-                         "tools", "tool_choice", "functions", "function_call",
-                         "parallel_tool_calls"}
+           "logit_bias", "return_token_ids", "return_tokens_as_token_ids", *structured.FIELDS}
+CHAT_FIELDS = _COMMON | {"messages", "max_completion_tokens", "top_logprobs", "tools",
+                         "tool_choice", "functions", "function_call", "parallel_tool_calls"}
 COMPLETION_FIELDS = _COMMON | {"prompt", "echo", "best_of", "suffix"}
 
 
@@ -119,16 +113,14 @@ def _unsupported(body: dict, known: set[str]) -> None:
   bad = sorted(set(body) - known)
   set_to = lambda f, default: f in body and body[f] not in default
   bad += [f for f in ("presence_penalty", "frequency_penalty") if set_to(f, (None, 0, 0.0))]
-  bad += [f for f in ("logit_bias", "tools", "functions") if set_to(f, (None, {}, []))]
-  bad += [f for f in ("tool_choice", "function_call") if set_to(f, (None, "none"))]
-  bad += [f for f in ("parallel_tool_calls", "suffix") if set_to(f, (None,))]
+  bad += [f for f in ("logit_bias", "functions") if set_to(f, (None, {}, []))]
+  bad += [f for f in ("function_call",) if set_to(f, (None, "none"))]
+  bad += [f for f in ("suffix",) if set_to(f, (None,))]
   bad += [f for f in ("best_of",) if set_to(f, (None, 1))]
-  if body.get("response_format") not in (None, {"type": "text"}):
-    bad.append("response_format")
   if bad:
     raise RequestError(400, f"unsupported field(s) {', '.join(bad)}: this server cannot honour "
-                            "them (tools, structured output, penalties and logit_bias are not "
-                            "implemented)", param=bad[0])
+                            "them (penalties, logit_bias and the legacy functions API are not "
+                            "implemented; use tools)", param=bad[0])
 
 
 def _number(body: dict, field: str, default: float, lo: float, hi: float,
@@ -238,7 +230,13 @@ def parse_chat(body, model_name: str, limits: ServerLimits) -> GenerationRequest
   for i, m in enumerate(messages):
     if not isinstance(m, dict) or m.get("role") not in ROLES:
       raise RequestError(400, f"messages[{i}] needs a role in {ROLES}", param="messages")
-    conv.append({"role": m["role"], "content": message_text(m.get("content"), i)})
+    calls = m.get("tool_calls") if m["role"] == "assistant" else None
+    if calls is not None and not isinstance(calls, list):
+      raise RequestError(400, f"messages[{i}].tool_calls must be a list", param="messages")
+    content = m.get("content")
+    conv.append({"role": m["role"], "content": "" if content is None and calls else
+                 message_text(content, i), **({"tool_calls": calls} if calls else {})})
+  tool_calls.hf_messages(conv)  # 400 for a tool call without a name or with non-JSON arguments
   max_field = "max_completion_tokens" if body.get("max_completion_tokens") is not None \
       else "max_tokens"
   logprobs = body.get("logprobs") or False
@@ -248,10 +246,17 @@ def parse_chat(body, model_name: str, limits: ServerLimits) -> GenerationRequest
   if top and not logprobs:
     raise RequestError(400, "top_logprobs needs logprobs=true", param="top_logprobs")
   stream, usage = _stream_fields(body)
+  tools = tool_calls.parse_tools(body)
+  regex, field = structured.output_regex(body)
+  forced = tool_calls.forced_regex(tools) if tools is not None else None
+  if forced is not None and regex is not None:
+    raise RequestError(400, f"tool_choice {tools.choice!r} and {field} both constrain the "
+                            "output; give one", param=field)
   return GenerationRequest("chat", conv, _sampling(body, limits, max_field),
                            n=_integer(body, "n", 1, 1, limits.max_batch), logprobs=logprobs,
                            top_logprobs=top, stream=stream, include_usage=usage,
-                           **_token_id_fields(body))
+                           regex=forced or regex, regex_field=field or "tool_choice",
+                           tools=tools, **_token_id_fields(body))
 
 
 def _flag(body: dict, field: str) -> bool:
@@ -325,10 +330,12 @@ def parse_completion(body, model_name: str, limits: ServerLimits) -> list[Genera
   score_only = echo and body.get("max_tokens") == 0
   if score_only and stream:
     raise RequestError(400, "max_tokens=0 (scoring) cannot stream", param="stream")
+  regex, field = structured.output_regex(body)
   return [GenerationRequest("completion", p, params, n=n, logprobs=top is not None,
                             top_logprobs=top or 0, stream=stream, include_usage=usage,
                             prompt_ids=None if isinstance(p, str) else list(p), echo=echo,
-                            score_only=score_only, **_token_id_fields(body))
+                            score_only=score_only, regex=regex, regex_field=field,
+                            **_token_id_fields(body))
           for p in prompts]
 
 

@@ -1,8 +1,11 @@
 """`BackendEngine`: any other `Backend` (scripted policies, a remote API) behind the server,
-through `backend.generate`: chat only, no log-probs, no cancellation inside a batch; and
+through `backend.generate`: chat only (tools rendered into the messages in Qwen's format), no
+log-probs, no structured output, no cancellation inside a batch; and
 `make_engine`, which picks the engine for a backend."""
 from lib.llm.backend import Backend
 from lib.llm.flax_backend import FlaxBackend
+from lib.llm.server import tool_calls
+from lib.llm.server.errors import RequestError
 from lib.llm.server.engine import Choice, Engine, FlaxEngine, Generation, generate_isolated
 
 
@@ -20,6 +23,12 @@ class BackendEngine:
     """Always None: the backend tokenizes (if at all) on its side.
     Args: request: unused."""
     return None
+
+  def compile_constraint(self, request):
+    """Not supported: raises RequestError 400 naming the request's regex field.
+    Args: request: a request with a regex."""
+    raise RequestError(400, f"{request.regex_field}: structured output needs the flax backend",
+                       param=request.regex_field)
 
   def token_text(self, token_id):
     """Not supported (no log-probs): raises NotImplementedError.
@@ -54,7 +63,7 @@ class BackendEngine:
         r = requests[i]
         for j in range(r.n):  # n choices: n conversations, seeds spread so they differ
           seed = None if r.params.seed is None else r.params.seed + j
-          convs.append(r.prompt)
+          convs.append(tool_calls.render_messages(r.prompt, r.tools))
           params.append(r.params.replace(seed=seed) if r.n > 1 else r.params)
           owners.append(i)
       answers = {i: Generation([], 0, 0) for i in pick}
@@ -71,7 +80,8 @@ class BackendEngine:
     return generate_isolated(run, requests, stop_rows)
 
 
-def make_engine(backend: Backend, chunk_size: int = 16, max_batch: int = 32) -> Engine:
+def make_engine(backend: Backend, chunk_size: int = 16, max_batch: int = 32,
+                max_constraint_cells: int = 1 << 25) -> Engine:
   """The engine for `backend`.
 
   Args:
@@ -79,10 +89,12 @@ def make_engine(backend: Backend, chunk_size: int = 16, max_batch: int = 32) -> 
       Backend gets BackendEngine.
     chunk_size: decode steps between cancellation checks (FlaxEngine).
     max_batch: rows per sampler call (FlaxEngine).
+    max_constraint_cells: bound on a structured-output table's states x token classes.
   Returns:
     An Engine.
   """
   if isinstance(backend, FlaxBackend):
-    return FlaxEngine(backend, chunk_size=chunk_size, max_batch=max_batch)
+    return FlaxEngine(backend, chunk_size=chunk_size, max_batch=max_batch,
+                      max_constraint_cells=max_constraint_cells)
   return BackendEngine(backend)
 

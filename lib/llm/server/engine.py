@@ -4,7 +4,10 @@
 a request are rows of one batch, every row has its own PRNG key (from the request's `seed`, so a
 seeded request gives the same sample whatever shares its batch) and its own token budget, and
 between decode chunks the engine stops rows whose request was cancelled, whose deadline passed or
-whose budget is spent. Log-probs and top log-probs come from the sampler.
+whose budget is spent. Log-probs and top log-probs come from the sampler. A request with a
+regex (structured output, a forced tool call) has it compiled into a token DFA
+(`compile_constraint`); the rows of one batch share one stacked table (`lib.token_dfa.stack`),
+unconstrained rows in its FREE state, and the sampler masks every draw on device.
 
 `BackendEngine` (backend_engine.py) serves any other `Backend`.
 
@@ -21,9 +24,10 @@ import numpy as np
 from absl import logging
 from flax import nnx
 
-from lib import sampling
+from lib import sampling, token_dfa
 from lib.llm.backend import Completion, Usage
 from lib.llm.flax_backend import FlaxBackend
+from lib.llm.server import tool_calls
 from lib.llm.server.admission import MAX_TOP_LOGPROBS, GenerationRequest, RequestError
 
 
@@ -80,6 +84,10 @@ class Engine(Protocol):
   context_length: int | None
   supports_logprobs: bool
   supports_completions: bool
+
+  def compile_constraint(self, request: GenerationRequest) -> None:
+    """Must set request.constraint from request.regex, or raise RequestError 400 naming
+    request.regex_field. Args: request: a parsed request with a regex."""
 
   def prompt_ids(self, request: GenerationRequest) -> list[int] | None:
     """Must return the request's prompt token ids (chat: templated), or None if not tokenized.
@@ -158,7 +166,8 @@ class FlaxEngine:
   supports_logprobs = True
   supports_completions = True
 
-  def __init__(self, backend: FlaxBackend, chunk_size: int = 16, max_batch: int = 32):
+  def __init__(self, backend: FlaxBackend, chunk_size: int = 16, max_batch: int = 32,
+               max_constraint_cells: int = token_dfa.MAX_CELLS):
     self.backend, self.tokenizer = backend, backend.tokenizer
     self.usage = backend.usage
     self.chunk_size, self.max_batch = chunk_size, max_batch
@@ -168,6 +177,16 @@ class FlaxEngine:
     self._seeded = jax.random.fold_in(jax.random.key(backend.seed), 0)
     self._fresh = jax.random.fold_in(jax.random.key(backend.seed), 1)
     self._counter = itertools.count()
+    self.max_constraint_cells = max_constraint_cells
+
+  def compile_constraint(self, request: GenerationRequest) -> None:
+    """Compiles request.regex into request.constraint (cached per regex).
+    Args: request: a parsed request with a regex (RequestError 400 if it cannot compile)."""
+    try:
+      request.constraint = token_dfa.compile_regex(self.tokenizer, request.regex, self.eos_ids,
+                                                   self.max_constraint_cells)
+    except token_dfa.ConstraintError as e:
+      raise RequestError(400, f"{request.regex_field}: {e}", param=request.regex_field) from None
 
   def prompt_ids(self, request: GenerationRequest) -> list[int]:
     """Token ids of the request's prompt (chat: rendered with the generation prompt); raises
@@ -180,9 +199,8 @@ class FlaxEngine:
       return list(request.prompt_ids)
     text = request.prompt
     if request.kind != "completion":  # chat and /v1/responses: a conversation
-      text = self.tokenizer.apply_chat_template(request.prompt, tokenize=False,
-                                                add_generation_prompt=True,
-                                                **self.backend.template_kwargs)
+      text = tool_calls.chat_text(self.tokenizer, request.prompt, request.tools,
+                                  self.backend.template_kwargs)
     ids = self.tokenizer.encode(text, add_special_tokens=False)
     if not ids:
       raise RequestError(400, "the prompt encodes to zero tokens", param="prompt")
@@ -315,6 +333,8 @@ class FlaxEngine:
         n = min(int(lengths[row]), budgets[row])
         text, hit = self._partial_text(tokens[row, :n].tolist(), r.params.stop)
         stop[row] |= hit  # a stop string ends the row now, not at its token budget
+        if r.tools is not None and r.tools.parses:  # content only; tool calls come at the end
+          text = tool_calls.streamable(text)
         if r.on_text is not None and len(text) > streamed[row]:
           r.on_text(choice_index[row], text[streamed[row]:])
           streamed[row] = len(text)
@@ -324,13 +344,18 @@ class FlaxEngine:
     # top_k >= vocabulary filters nothing; mapping it to 0 spares a compile per such value.
     top_k = p.top_k if p.top_k < self.backend.model.config.vocab_size else 0
     ids, mask = sampling.left_pad(rows, self.pad_id)
+    constraint = None
+    if any(r.constraint is not None for r in requests):  # padding rows stay FREE
+      constraint = token_dfa.constraint([requests[o].constraint for o in owners] +
+                                        [None] * (padded - real),
+                                        self.backend.model.config.vocab_size)
     out = sampling.generate(
         *nnx.split(self.backend.model), ids, mask,
         jax.random.wrap_key_data(jnp.stack(keys)),
         max_new_tokens=sampling.bucket_length(max(budgets), minimum=16),
         temperature=p.temperature, top_p=p.top_p, top_k=top_k, eos_ids=self.eos_ids,
         pad_id=self.pad_id, top_logprobs=_sampling_top(requests), chunk_size=self.chunk_size,
-        on_chunk=on_chunk)
+        on_chunk=on_chunk, constraint=constraint)
     tokens, logprobs, lengths, top_ids, top_lps = jax.device_get(tuple(out))
     stopped = stop_rows()
     answers = [Generation([], len(r.prompt_ids), 0) for r in requests]

@@ -68,7 +68,8 @@ class OpenAIServer:
                api_key_env: str = "", chunk_size: int = 16):
     limits = limits or ServerLimits()
     self.backend, self.model_name = backend, model_name
-    self.engine = make_engine(backend, chunk_size=chunk_size, max_batch=limits.max_batch)
+    self.engine = make_engine(backend, chunk_size=chunk_size, max_batch=limits.max_batch,
+                              max_constraint_cells=limits.max_constraint_cells)
     if limits.context_length is None and self.engine.context_length is not None:
       limits = dataclasses.replace(limits, context_length=self.engine.context_length)
     self.limits = limits

@@ -13,6 +13,7 @@ from typing import Callable
 
 import numpy as np
 
+from lib.llm.server import tool_calls
 from lib.llm.server.admission import GenerationRequest
 from lib.llm.server.engine import Choice, Generation
 
@@ -101,6 +102,23 @@ def _token_ids(request: GenerationRequest | None, choice: Choice) -> dict:
   return {"prompt_token_ids": choice.prompt_token_ids, "token_ids": list(choice.token_ids)}
 
 
+def chat_message(request: GenerationRequest | None, choice: Choice) -> tuple[dict, str]:
+  """A chat choice's `message` and finish_reason; with tools, generated <tool_call> blocks
+  become `tool_calls` (finish_reason "tool_calls") and the rest of the text the content.
+
+  Args:
+    request: the parsed request (its tools), if any.
+    choice: the sampled Choice.
+  """
+  if request is None or request.tools is None or not request.tools.parses:
+    return {"role": "assistant", "content": choice.text}, choice.finish_reason
+  content, calls = tool_calls.split_tool_calls(choice.text, request.tools.names)
+  message = {"role": "assistant", "content": content}
+  if not calls:
+    return message, choice.finish_reason
+  return {**message, "tool_calls": calls}, "tool_calls"
+
+
 def _head(request_id: str, obj: str, model: str) -> dict:
   return {"id": request_id, "object": obj, "created": int(time.time()), "model": model}
 
@@ -121,10 +139,10 @@ def chat_response(request_id: str, model: str, gen: Generation, token_text: Toke
   """
   name = token_namer(token_text, request is not None and request.tokens_as_ids)
   return {**_head(f"chatcmpl-{request_id}", "chat.completion", model),
-          "choices": [{"index": i, "message": {"role": "assistant", "content": c.text},
-                       "logprobs": chat_logprobs(c, name),
-                       "finish_reason": c.finish_reason, **_token_ids(request, c)}
-                      for i, c in enumerate(gen.choices)],
+          "choices": [{"index": i, "message": message, "logprobs": chat_logprobs(c, name),
+                       "finish_reason": reason, **_token_ids(request, c)}
+                      for i, c in enumerate(gen.choices)
+                      for message, reason in [chat_message(request, c)]],
           "usage": usage(gen)}
 
 
@@ -167,9 +185,12 @@ class StreamFormat:
                  else _head(f"cmpl-{request_id}", "text_completion", model))
     self.with_usage = {"usage": None} if request.include_usage else {}
 
-  def _chunk(self, i: int, text: str | None, reason: str | None = None, lp=None) -> dict:
+  def _chunk(self, i: int, text: str | None, reason: str | None = None, lp=None,
+             calls: list | None = None) -> dict:
     if self.chat:
       delta = {} if text is None else {"content": text}
+      if calls:  # whole calls in one delta, indexed as the SDK's stream accumulator expects
+        delta["tool_calls"] = [{"index": k, **c} for k, c in enumerate(calls)]
       choice = {"index": i, "delta": delta, "logprobs": lp, "finish_reason": reason}
     else:
       choice = {"index": i, "text": text or "", "logprobs": lp, "finish_reason": reason}
@@ -206,11 +227,13 @@ class StreamFormat:
     """
     out = []
     for i, c in enumerate(gen.choices):
-      rest = c.text[len(sent[i]):] if c.text.startswith(sent[i]) else ""
+      message, reason = chat_message(self.request, c) if self.chat else ({}, c.finish_reason)
+      text = (message.get("content") or "") if self.chat else c.text
+      rest = text[len(sent[i]):] if text.startswith(sent[i]) else ""
       lp = (chat_logprobs if self.chat else completion_logprobs)(c, self.token_text)
-      if rest or lp is not None:
-        out.append(self._chunk(i, rest, lp=lp))
-      out.append(self._chunk(i, None if self.chat else "", c.finish_reason))
+      if rest or lp is not None or message.get("tool_calls"):
+        out.append(self._chunk(i, rest, lp=lp, calls=message.get("tool_calls")))
+      out.append(self._chunk(i, None if self.chat else "", reason))
     if self.request.include_usage:
       out.append({**self.head, "choices": [], "usage": usage(gen)})
     return out

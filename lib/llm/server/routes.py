@@ -4,7 +4,7 @@ finished job's response body, and answer /tokenize, /detokenize and /tokenizer_i
 token-in/token-out endpoints; lm-evaluation-harness tokenizes through them) on the connection's
 thread, without the worker.
 """
-from lib.llm.server import responses, responses_api
+from lib.llm.server import responses, responses_api, tool_calls
 from lib.llm.server.admission import (GenerationRequest, RequestError, ServerLimits, admit,
                                       check_model, parse_chat, parse_completion,
                                       parse_embeddings)
@@ -60,6 +60,8 @@ def prepare(engine: Engine, model_name: str, limits: ServerLimits, route: str, b
     request.prompt_ids = engine.prompt_ids(request)
     if request.prompt_ids is not None:
       admit(request, len(request.prompt_ids), limits)
+    if request.regex is not None:  # RequestError 400 if it cannot compile or is too large
+      engine.compile_constraint(request)
   return Job("generate", requests, sum(r.n for r in requests), limits.request_timeout_s)
 
 
@@ -135,9 +137,8 @@ def tokens(engine: Engine, model_name: str, limits: ServerLimits, route: str, bo
     ids = tokenizer.encode(body["prompt"], add_special_tokens=flags["add_special_tokens"])
   else:
     chat = parse_chat({"messages": body["messages"]}, model_name, limits)
-    text = tokenizer.apply_chat_template(chat.prompt, tokenize=False,
-                                         add_generation_prompt=flags["add_generation_prompt"],
-                                         **engine.backend.template_kwargs)
+    text = tool_calls.chat_text(tokenizer, chat.prompt, None, engine.backend.template_kwargs,
+                                flags["add_generation_prompt"])
     ids = tokenizer.encode(text, add_special_tokens=False)
   return {"count": len(ids), "max_model_len": limits.context_length, "tokens": ids}
 

@@ -71,7 +71,8 @@ def test_failure_attribution_by_hand():
           episode(0, [agree], good),           # neither: capability
           episode(0, [silent], good),          # mismatch not judgeable: capability unjudged
           episode(1, [clash], bad),            # success: not a failure
-          episode(0, [clash], bad, status="backend_error")]  # not the agent's failure
+          episode(0, [clash], bad, status="backend_error"),  # not the agent's failure
+          episode(0, [clash], bad, status="env_error")]      # nor is a dead env worker
   labels = attribution.failure_labels(rows[3], "sokoban")
   assert labels == {"state_mismatch": None, "non_adherence": False, "capability": None}
   m = attribution.failure_attribution(rows, "sokoban")

@@ -5,10 +5,12 @@ import os
 
 import pytest
 
-from agents.conpact import compare, curate, schemas, textenv
+from agents.conpact import compare, curate, labels, schemas, textenv
 from configs.conpact import scripted as conpact_scripted
 from experiments.conpact import eval as conpact_eval
 from lib import tokenizer as tokenizer_lib
+
+pytestmark = pytest.mark.long_module(60)   # scheduled first: tests/conftest.py
 
 KEEP = ("assertion", "assertion+true_facts", "conpact_i", "react")
 
@@ -71,6 +73,16 @@ def test_summary_is_strict_json_with_coverage_and_a_figure(run_dir):
     assert f.read(8) == b"\x89PNG\r\n\x1a\n"
 
 
+def test_labels_skip_episodes_whose_env_never_reset():
+  # An env worker that hung or died at reset (host.executor=processes) leaves a row with no
+  # agent summary; the comparator labels count nothing for it instead of stopping the report.
+  row = {"status": "env_error", "error": "env_timeout", "agent": {},
+         "transcript": []}
+  conf = labels.comparator_confusion([row], policy=None, backend_seed=0,
+                                     schema=schemas.get("sokoban"))
+  assert (conf["tp"], conf["fp"], conf["fn"], conf["tn"], conf["precision"]) == (0, 0, 0, 0, None)
+
+
 def test_labels_catch_a_broken_comparator(run_dir, monkeypatch, tmp_path):
   """Negative control: a comparator that ignores one field must lose recall."""
   real = compare.contradictions
@@ -124,3 +136,26 @@ def test_curation_targets_are_valid_and_conflicts_stay_context(run_dir, tmp_path
   used = sum(count(ex) for ex in picked)
   assert used <= budget and budget - used < max(count(ex) for ex in full)
 
+
+
+def _rows_by_key(d):
+  with open(os.path.join(d, "results.jsonl")) as f:
+    rows = [json.loads(l) for l in f]
+  out = {}
+  for r in rows:
+    r = {k: v for k, v in r.items() if k not in ("wall_s", "model_latency_s")}
+    r["transcript"] = [{k: v for k, v in e.items() if k != "latency_s"} for e in r["transcript"]]
+    out[(r["condition"], r["instance"], r["rollout"])] = r
+  return out
+
+
+def test_env_worker_processes_write_the_rows_inline_writes(tmp_path):
+  """The Sokoban text adapter (a JAX env) in two spawned worker processes (host.executor)."""
+  c = small_config()
+  c.instances, c.conditions = 2, [x for x in c.conditions if x["name"] in ("react", "conpact_i")]
+  conpact_eval.run(c, str(tmp_path / "inline"))
+  c.host.executor, c.host.workers = "processes", 2
+  conpact_eval.run(c, str(tmp_path / "processes"))
+  inline, procs = _rows_by_key(str(tmp_path / "inline")), _rows_by_key(str(tmp_path / "processes"))
+  assert len(inline) == 8 and procs == inline
+  assert {r["status"] for r in inline.values()} >= {"success"}

@@ -18,6 +18,8 @@ def test_each_type_from_its_row(make_row):
   # an env error wins over the status the host loop gave (the env terminated the episode)
   died = make_row("X", plain, "failure", last_info={"env_error": "env_died"})
   assert termination.termination_type(died) == "env error"
+  # so does a worker process that hung or died under the env (host.executor processes / ray)
+  assert termination.termination_type(make_row("X", plain, "env_error")) == "env error"
 
 
 def test_step_limit_split_into_looping_and_invalid_format(make_row):

@@ -25,13 +25,14 @@ def _tiny(c):
 
 
 def test_quickstart_pipeline_tiny(tmp_path):
-  c = _tiny(quickstart.get_config("debug=True"))
+  c = _tiny(quickstart.get_config("debug=True,constrained=True"))
+  assert [x["name"] for x in c.eval.conditions] == ["dsl", "dsl_constrained"]
   assert c.experiment == "gencoord/learned"     # the quickstart names its pipeline directly
   assert registry.EXPERIMENTS[c.experiment] == "experiments.gencoord.learned"
   c.debug = True                              # launch.py records the :debug arg the same way
   out = gencoord_learned.run(c, str(tmp_path))
   row = out["table"][0]
-  assert row["episodes"] == 4 and row["clusters"] == 2
+  assert row["condition"] == "dsl" and row["episodes"] == 4 and row["clusters"] == 2
   assert 0 <= row["success_%"] <= 100 and row["ttc_p50_s"] > 0
   assert row["batched_eps_per_s"] > 0 and row["input_tok"] > 50
   assert out["bar_met"] in (True, False)
@@ -55,8 +56,15 @@ def test_quickstart_pipeline_tiny(tmp_path):
   # Rerun: training resumes at its final checkpoint, finished episodes are skipped.
   again = gencoord_learned.run(c, str(tmp_path))
   assert again["table"][0]["success_%"] == row["success_%"]
-  lines = (tmp_path / "results.jsonl").read_text().splitlines()
-  assert len(lines) == 4 and json.loads(lines[0])["condition"] == "dsl"
+  rows = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
+  assert len(rows) == 8 and rows[0]["condition"] == "dsl"
+  # The same raw model decoded under the Short DSL regex (a commitment that ends parses by
+  # construction, tests/agents/gencoord/test_learned_constrained.py; this 1-layer model can run
+  # into the 256-token cap inside the grammar): never less valid than free decoding
+  constrained = [r for r in rows if r["condition"] == "dsl_constrained"]
+  free = [r for r in rows if r["condition"] == "dsl"]
+  assert len(constrained) == 4
+  assert sum(r["raw_valid"] for r in constrained) >= sum(r["raw_valid"] for r in free)
   # Backend choice (a): the exported checkpoint serves through lib.llm's Flax backend.
   llm = FlaxBackend.from_pretrained(str(tmp_path / "models/direct_dsl/s0/hf"))
   reply = llm.generate([[{"role": "user", "content": "stage: sender_initial"}]],

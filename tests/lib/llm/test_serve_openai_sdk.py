@@ -115,8 +115,14 @@ def test_content_as_text_parts(served):
 
 
 @pytest.mark.parametrize("extra,named", [
-    ({"tools": [{"type": "function", "function": {"name": "f"}}]}, "tools"),
-    ({"response_format": {"type": "json_object"}}, "response_format"),
+    ({"functions": [{"name": "f"}]}, "functions"),
+    ({"tools": [{"type": "function", "function": {}}]}, "tools[0]"),
+    ({"tool_choice": "required"}, "tool_choice 'required' needs tools"),
+    ({"response_format": {"type": "xml"}}, "response_format must be"),
+    ({"response_format": {"type": "json_schema"}}, "response_format json_schema needs"),
+    ({"guided_regex": "(unclosed"}, "guided_regex: cannot compile the pattern"),
+    ({"structured_outputs": {"grammar": "root ::= x"}}, "unsupported key(s) grammar"),
+    ({"guided_regex": "a", "guided_choice": ["b"]}, "give one structured-output field"),
     ({"presence_penalty": 0.5}, "presence_penalty"),
     ({"frequency_penalty": 0.5}, "frequency_penalty"),
     ({"logit_bias": {"5": 10}}, "logit_bias"),

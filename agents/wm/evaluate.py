@@ -6,7 +6,9 @@ A run `(env, regime, "train")` plays training levels instead (the first `seen_le
 
 For every condition x (env, regime) x eval level, `samples` episodes run through `HostLoop` with
 `WorldModelAuditAgent` at the configured temperature (rows keyed by condition/env/regime/level/
-sample in results.jsonl, resumable). Then, per (env, regime):
+sample in results.jsonl, resumable); the envs run where `config.host` puts them (inline, worker
+processes or Ray actors: lib/llm/executor_factory.py), each process reusing its envs across the
+episodes it plays (envs/text/pool.py:PooledEnvFactory). Then, per (env, regime):
 
   pass@k for k in `ks` (unbiased), task-bootstrap 95% bands with the same draws for all conditions,
   a PNG of the curves; pairwise exact McNemar tests on solved/unsolved at pass@samples with Holm
@@ -22,8 +24,10 @@ rule-based judge, named in the table) scores them.
 Backends of kind "scripted" use `agents.wm.scripted.ScriptedAuditModel`: a random-admissible-
 action stand-in for CPU mechanics checks, not a model result (the summary says so).
 """
+import functools
 import os
 import re
+import uuid
 
 import numpy as np
 from absl import logging
@@ -35,10 +39,11 @@ from agents.wm.metrics import aggregate, episode_metrics
 from agents.wm.prompts import parse_action, parse_think
 from agents.wm.scripted import ScriptedAuditModel
 from agents.wm.trajectory import from_host_loop_row
-from envs.text.pool import EnvPool
+from envs.text.pool import PooledEnvFactory, close_process_pools
 from envs.text.sources import text_env_sources
 from lib import tb
 from lib.llm.backend import SamplingParams
+from lib.llm.executor_factory import make_executor
 from lib.llm.factory import make_backend
 from lib.llm.host_loop import EpisodeJob, HostLoop, final_rows
 from lib.results import ResultsLog, markdown_table, write_summary
@@ -71,29 +76,36 @@ def _run_episodes(config, workdir, sources):
   log = ResultsLog(workdir, key=KEY + ("attempt",))
   params = SamplingParams(max_tokens=config.max_tokens, temperature=config.temperature)
   runs = _runs(config)
-  pools = {(env, split): EnvPool(lambda make=sources[env][0], split=split: make(split))
-           for env, _, _, split in runs}
-  for cond, bcfg in config.conditions.items():
-    specs = []
-    for env, label, regime, split in runs:
-      n = len(sources[env][1][split])
-      if split == "train" and config.get("seen_levels", 0):
-        n = min(n, config.seen_levels)      # the first training levels only
-      for level in range(n):
-        for sample in range(config.samples):
-          specs.append(EpisodeJob(
-              {"condition": cond, "env": env, "regime": label, "level": level, "sample": sample},
-              make_env=pools[(env, split)].lease,
-              make_agent=lambda env=env, regime=regime: WorldModelAuditAgent(
-                  env, regime, history_window=config.history_window),
-              env_seed=level))
-    backend = _backend(bcfg, workdir)
-    HostLoop(backend, action_budget=config.max_steps, call_budget=config.max_steps,
-             default_params=params, max_live=config.max_live,
-             seed=config.seed).run(specs, log)   # episode bar on a TTY (lib/progress.py)
-    backend.close()
-  for pool in pools.values():
-    pool.close()
+  # One env pool per (env, split) in each process that plays episodes: this one (host.executor
+  # inline) or each worker (processes, ray), so a JVM serves many episodes either way. The run's
+  # own id keeps a later evaluation in this process from leasing this one's envs.
+  run_id = uuid.uuid4().hex
+  make_envs = {(env, split): PooledEnvFactory(f"wm-eval/{run_id}/{env}/{split}",
+                                              functools.partial(sources[env][0], split))
+               for env, _, _, split in runs}
+  try:
+    for cond, bcfg in config.conditions.items():
+      specs = []
+      for env, label, regime, split in runs:
+        n = len(sources[env][1][split])
+        if split == "train" and config.get("seen_levels", 0):
+          n = min(n, config.seen_levels)      # the first training levels only
+        for level in range(n):
+          for sample in range(config.samples):
+            specs.append(EpisodeJob(
+                {"condition": cond, "env": env, "regime": label, "level": level,
+                 "sample": sample},
+                make_env=make_envs[(env, split)],
+                make_agent=lambda env=env, regime=regime: WorldModelAuditAgent(
+                    env, regime, history_window=config.history_window),
+                env_seed=level))
+      backend = _backend(bcfg, workdir)
+      HostLoop(backend, action_budget=config.max_steps, call_budget=config.max_steps,
+               default_params=params, max_live=config.max_live, seed=config.seed,
+               executor=lambda: make_executor(config.host)).run(specs, log)   # bar on a TTY
+      backend.close()
+  finally:
+    close_process_pools(f.key for f in make_envs.values())
   rows = final_rows(log.rows(), KEY + ("attempt",))
   log.close()
   return rows

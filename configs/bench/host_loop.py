@@ -3,6 +3,9 @@
 python launch.py --config=configs/bench/host_loop.py --workdir=runs/host_loop_bench
 python launch.py --config=configs/bench/host_loop.py:preset=qwen3-20m --workdir=runs/hlb_20m
 python launch.py --config=configs/bench/host_loop.py:debug=True --workdir=runs/host_loop_bench_dbg
+# the envs in worker processes (or --config.host.executor=ray):
+python launch.py --config=configs/bench/host_loop.py:debug=True --workdir=runs/hlb_procs \
+    --config.host.executor=processes --config.host.workers=2
 # the same episodes against a served model (start configs/serve.py first):
 python launch.py --config=configs/bench/host_loop.py --workdir=runs/hlb_http \
     --config.backend.kind=openai_http --config.backend.openai_http.base_url=http://127.0.0.1:8000/v1
@@ -10,7 +13,7 @@ python launch.py --config=configs/bench/host_loop.py --workdir=runs/hlb_http \
 import ml_collections
 
 from configs import common
-from lib.config_blocks import backends_config
+from lib.config_blocks import backends_config, host_block
 
 
 def get_config(arg=None):
@@ -24,6 +27,9 @@ def get_config(arg=None):
   c.action_budget = 4
   c.call_budget = 4
   c.max_tokens = 8
+  # where the envs run: executor inline | processes | ray (host.workers caps the live episodes of
+  # the batched mode too)
+  c.host = host_block()
   # Random weights of a lib.models preset (qwen3-tiny, or qwen3-20m: the sampler benchmark's
   # size), vocabulary resized to the tokenizer trained here.
   # Other backends: --config.backend.kind=openai_http --config.backend.openai_http.base_url=...

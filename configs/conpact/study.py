@@ -13,13 +13,15 @@ python launch.py --config=configs/conpact/study.py:small=True --workdir=runs/con
 python launch.py --config=configs/conpact/study.py:checkpoint=/path/to/Qwen3-0.6B --workdir=runs/cs_q
 
 The re-check study (configs/conpact/README.md, "Targeted re-check: two arms", pre-registered
-there): arm C is the demonstrations' whole-belief redraw (today's recipe), arm R the targeted
-re-check; `arms=True` evaluates Plan-Act, Assertion and ConPAct-I only, on 16 seeds of each
-evaluated BabyAI task, with no ConPAct-S/R stage; `pipeline=1` is the second seed of the whole
-pipeline (data noise streams and model initialisation):
-python launch.py --config=configs/conpact/study.py:arms=True,arm=R --workdir=runs/cp_arm_r
-python launch.py --config=configs/conpact/study.py:arms=True,arm=R,pipeline=1 --workdir=runs/cp_arm_r1
-python launch.py --config=configs/conpact/study.py:arms=True,arm=C --workdir=runs/cp_arm_c
+there): arm C is the demonstrations' whole-belief redraw (the recipe above), arm R the targeted
+re-check. `arms=True` runs every arm from one command (experiments/conpact/arms.py): C with
+pipeline seed 0, R with pipeline seeds 0 and 1 (new data noise streams and model initialisations),
+each a study of its own in <workdir>/<C0|R0|R1> that evaluates Plan-Act, Assertion and ConPAct-I
+only, on 16 seeds of each evaluated BabyAI task, with no ConPAct-S/R stage; then the comparison
+in <workdir>/summary.md. `arm=` picks one of those studies alone:
+python launch.py --config=configs/conpact/study.py:arms=True --workdir=runs/cp_arms
+python launch.py --config=configs/conpact/study.py:arms=True,debug=True --workdir=runs/cp_arms_dbg
+python launch.py --config=configs/conpact/study.py:arms=True,arm=R,pipeline=1 --workdir=runs/cp_arms/R1
 """
 import ml_collections
 
@@ -40,6 +42,8 @@ DISCUSS = 0.25
 # reliable as the first glance (NOISE / 6). Fixed a priori, before any arm ran (README).
 RECHECK = 0.05
 ARMS = ("C", "R")       # C: whole-belief redraw at NOISE (control); R: targeted re-check
+# The studies of `arms=True`: (run name, arm, pipeline seed). Debug: the first two only.
+ARM_RUNS = (("C0", "C", 0), ("R0", "R", 0), ("R1", "R", 1))
 # The conditions of the two-arm comparison, evaluated on the powered instance set.
 ARM_CONDITIONS = ("plan_act", "assertion", "conpact_i")
 # Median expert solution length (BabyAI bot, first 20 source seeds) of the tasks where it exceeds
@@ -69,11 +73,14 @@ def _conditions(names, settings: dict) -> list[dict]:
 def get_config(arg=None):
   arg = common.parse_arg(arg, debug=False, checkpoint="", rollouts=2, sokoban=4, mg_per_task=4,
                          budget=24, steps=400, train_steps=100, small=False,
-                         planner_epochs=10.0, actor_epochs=3.0, arm="C", recheck=RECHECK,
+                         planner_epochs=10.0, actor_epochs=3.0, arm="", recheck=RECHECK,
                          pipeline=0, arms=False)
   d = arg.debug
-  if arg.arm not in ARMS:
+  if arg.arm and arg.arm not in ARMS:
     raise common.ConfigArgError(f"unknown arm {arg.arm!r}; valid: {', '.join(ARMS)}")
+  if arg.arms and not arg.arm:
+    return _arms_config(arg)
+  arg.arm = arg.arm or "C"
   if arg.arms and not d:   # the powered two-arm comparison: 16 seeds of every evaluated task
     arg.mg_per_task = 16
   if arg.small:   # a narrower, shorter variant (d=64, 150 steps per role; the first measured run)
@@ -84,6 +91,7 @@ def get_config(arg=None):
   c.seed = 0
   c.start_fresh = False                      # True: retrain models from step 0 (stages still skip)
   c.label = "tiny models trained here"
+  c.arm, c.pipeline = arg.arm, arg.pipeline   # the re-check study's arm and pipeline seed
   c.envs = ["sokoban", "minigrid"]
   c.minigrid_tasks = (["BabyAI-GoToRedBall-v0"] if d else list(demonstration_spec.BABYAI_TASKS))
   # evaluated tasks: those whose median expert solution fits the action cap A = C = `budget`;
@@ -170,4 +178,26 @@ def get_config(arg=None):
   # `--plan`: the largest training step, a base role's SFT step (`base.train` batch x max_len;
   # the recipes' continued SFT uses conpact/train's smaller batch)
   c.plan = plan_block(trainer="sft", rows=c.base.train.batch, seq_len=c.base.train.max_len)
+  return c
+
+
+def _arms_config(arg) -> ml_collections.ConfigDict:
+  """Every study of ARM_RUNS from one command: each run's config is the one `arm=`, `pipeline=`
+  give alone (so a run started alone resumes inside the whole), overridable per run
+  (`--config.runs.R1.online.host.executor=ray`)."""
+  c = ml_collections.ConfigDict()
+  c.experiment = "conpact/arms"
+  c.seed = 0
+  c.label = "tiny models trained here"
+  c.recheck = arg.recheck
+  shared = {k: v for k, v in arg.to_dict().items() if k not in ("arm", "pipeline")}
+  c.runs = ml_collections.ConfigDict()
+  for name, arm, pipeline in ARM_RUNS[:2] if arg.debug else ARM_RUNS:
+    args = ",".join(f"{k}={v}" for k, v in {**shared, "arm": arm, "pipeline": pipeline}.items())
+    c.runs[name] = get_config(args)
+    c.runs[name].debug = arg.debug   # what launch.py records for a run started alone
+  c.comparisons = list(ARM_CONDITIONS[:2])   # ConPAct-I minus each, Holm over the two
+  c.n_resamples = 200 if arg.debug else 2000
+  first = c.runs[ARM_RUNS[0][0]]   # `--plan`: the runs' largest step (the same in every run)
+  c.model, c.plan = first.model, first.plan
   return c

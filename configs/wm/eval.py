@@ -2,6 +2,9 @@
 
 CPU mechanics check (scripted stand-in backends, tiny envs, n=4 per task):
 python launch.py --config=configs/wm/eval.py:debug=True --workdir=runs/wm_eval_debug
+The same with the envs in two local Ray actors (pip install -e '.[ray]'; or processes):
+python launch.py --config=configs/wm/eval.py:debug=True --workdir=runs/wm_eval_ray \
+    --config.host.executor=ray --config.host.workers=2
 Full scale (64 trajectories per task, temperature 1.0; each condition an OpenAI-compatible server
 or a local checkpoint, e.g. Qwen2.5-7B-Instruct and its GRPO/OPSD checkpoints on GPU):
 python launch.py --config=configs/wm/eval.py --workdir=runs/wm_eval \
@@ -12,7 +15,7 @@ import ml_collections
 from agents.wm.condition_table import CONDITIONS
 from configs import common
 from configs.wm import data as wm_data
-from lib.config_blocks import backend_config
+from lib.config_blocks import backend_config, host_block
 
 
 def get_config(arg=None):
@@ -29,6 +32,9 @@ def get_config(arg=None):
   c.ks = [1, 2, 4, 8, 16, 32, 64]
   c.n_resamples = 1000 if arg.debug else 10_000
   c.max_live = 2 if arg.debug else 64   # a ScienceWorld episode in flight holds one JVM
+  # where the envs run: executor inline | processes | ray (lib/config_blocks.py); each worker
+  # keeps its own envs (one JVM per ScienceWorld worker) across the episodes it plays
+  c.host = host_block()
   # (env, regime) pairs; ScienceWorld has no admissible list in the audit, so no-list only.
   # (env, regime, "train") adds a run on training levels, labelled <regime>@seen (diagnostic).
   c.runs = [("textworld", "list"), ("textworld", "no-list"), ("alfworld", "list"),

@@ -9,7 +9,8 @@ Both modes run once untimed first (XLA compiles), then `rounds` interleaved time
 a fresh results file); greedy decoding makes their transcripts identical, which the run checks.
 Prints the median episodes/s of both with its min-max and the speed-up ratio with its range over
 rounds; the summary records the load, CPU and threads, and has no headline ratio when the run was
-noisy (load above one per core).
+noisy (load above one per core). The envs run where `config.host` puts them (inline by default;
+worker processes or Ray actors: lib/llm/executor_factory.py), in both modes alike.
 """
 import itertools
 
@@ -19,6 +20,7 @@ from lib import tb
 from lib.bench_rounds import Rounds
 from lib.llm import factory
 from lib.llm.backend import SamplingParams
+from lib.llm.executor_factory import make_executor
 from lib.llm.guess_env import GuessEnv, parse_guess
 from lib.llm.host_loop import EpisodeJob, HostLoop
 from lib.llm.prompt_agent import PromptAgent
@@ -36,7 +38,8 @@ def _specs(n: int, offset: int, params: SamplingParams, env_n: int):
 
 def _run(backend, config, specs, max_live, path):
   loop = HostLoop(backend, action_budget=config.action_budget, call_budget=config.call_budget,
-                  max_live=max_live, show_progress=False)
+                  max_live=max_live, show_progress=False,
+                  executor=lambda: make_executor(config.host))
   with ResultsLog(path, key=("episode",)) as log:
     out = loop.run(specs, log)
     rows = sorted(log.rows(), key=lambda r: r["episode"])
@@ -83,6 +86,7 @@ def run(config, workdir):
   summary = {"speedup_vs_sequential": timer.headline(ratio),
              "speedup_min": cmp["ratio_min"], "speedup_max": cmp["ratio_max"],
              "identical_transcripts": same, "backend": config.backend.kind,
+             "executor": config.host.executor,
              "episodes": config.episodes, "noisy": machine["noisy"], "machine": machine,
              "tokens_per_s_counts": "not reported: episodes/s; output_tokens are the same in "
                                     "both modes (greedy, identical transcripts)"}

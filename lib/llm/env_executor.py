@@ -7,7 +7,8 @@ and gets one `EnvResult` per call, in order. Executors:
   inline      the envs live in the loop's process and the calls run one after another (the
               default; the rows are those of the loop before executors existed)
   processes   one env per spawned worker process (multiprocessing's spawn context), all calls
-              of a batch at once; a crash kills a worker, not the run
+              of a batch at once; a crash kills a worker, not the run (a killed worker's
+              process group goes with it: the JVM or game process its env started)
   ray         one env per Ray actor (lib/llm/ray_executor.py)
 lib/llm/executor_factory.py builds the one a config's `host` block names.
 
@@ -17,7 +18,9 @@ includes building the env; `step_timeout_s` for a step) or whose worker dies end
 killed and a new one serves the next episode, and the other episodes go on. An exception the env
 raises is not a worker failure: it comes back as `raised` and the loop records it as it always
 has (`agent_error`, the exception in `error_detail`), so every executor writes the same rows.
-Env factories travel to workers with cloudpickle, so lambdas and closures work.
+Env factories travel to workers with cloudpickle, so lambdas and closures work; one whose env
+should outlive its episode (a JVM) leases from the worker's own pool
+(`envs.text.pool.PooledEnvFactory`).
 """
 import dataclasses
 import multiprocessing
@@ -102,8 +105,12 @@ class InlineExecutor:
 
 
 def worker_main(conn) -> None:
-  """A worker process: one env at a time, one reply per reset/step message, until "exit"."""
+  """A worker process: one env at a time, one reply per reset/step message, until "exit".
+
+  It leads its own process group, which the processes its env starts (ScienceWorld's JVM, an
+  isolated TextWorld game) join, so the loop ends them with the worker (`_Worker.kill`)."""
   signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the loop's: it closes the workers
+  os.setpgid(0, 0)
   envs: dict[int, Any] = {}
   while True:
     try:
@@ -160,10 +167,20 @@ class _Worker:
     return self.kill()
 
   def kill(self) -> int | None:
+    """Kills the worker and what its env started; returns the worker's exit code.
+
+    A child that outlives a killed worker would leak: a JVM exits when its parent's end of its
+    stdin closes, but not one that is stopped (SIGSTOP) or too wedged to read it. The worker's process group holds them
+    (`worker_main`), and its id stays the worker's pid while any member lives, so it names no
+    other process."""
     if self.proc.is_alive():
       self.proc.kill()
     self.proc.join()
     self.conn.close()
+    try:
+      os.killpg(self.proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):   # no member left
+      pass
     return self.proc.exitcode
 
 

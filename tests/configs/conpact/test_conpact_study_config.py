@@ -52,7 +52,10 @@ def test_arms_evaluates_three_conditions_on_64_babyai_instances_without_recipes(
   assert [x["name"] for x in c.online.conditions] == list(study.ARM_CONDITIONS)
   assert c.online.minigrid_per_task == 16 and len(c.online.minigrid_tasks) == 4
   assert c.online.rollouts == 2 and c.recipes == []
-  assert study.get_config("arms=True,debug=True").online.minigrid_per_task == 1
+  assert study.get_config("arms=True,arm=R,debug=True").online.minigrid_per_task == 1
+  whole = study.get_config("arms=True")
+  assert [(n, r.arm, r.pipeline) for n, r in whole.runs.items()] == list(study.ARM_RUNS)
+  assert all(r.online.minigrid_per_task == 16 for r in whole.runs.values())
 
 
 def test_pipeline_seed_moves_every_noise_stream_and_model_seed():

@@ -16,6 +16,7 @@ BENCHES = {
     "host_loop": ("speedup_vs_sequential", None),
     "serve": ("throughput_ratio", None),
     "minigrid": ("ratio_vs_farama", "ratio"),
+    "host_executors": ("speedup_vs_inline", "ratio"),
 }
 
 
@@ -34,6 +35,8 @@ def test_debug_run_reports_rounds_load_and_noisy(name, tmp_path):
     config.batches, config.new_tokens = [1], 4
   if name == "host_loop":
     config.episodes = 2
+  if name == "host_executors":   # one TextWorld game; Ray on the latency env only
+    config.textworld.eval_seeds, config.textworld.executors = [101], ("inline", "processes:2")
   assert config.get("rounds", config.get("bench", {}).get("rounds")) == 2
   registry.get(config.experiment)(config, str(tmp_path))
   text = (tmp_path / "summary.json").read_text()
@@ -51,6 +54,8 @@ def test_debug_run_reports_rounds_load_and_noisy(name, tmp_path):
     measured = [r for r in table if r.get(row_key) is not None]
     assert measured and all(r["ratio_min"] <= r[row_key] <= r["ratio_max"] for r in measured)
   assert "Interleaved rounds" in (tmp_path / "summary.md").read_text()
+  if name in TABLE_CHECKS:
+    TABLE_CHECKS[name](summary, table)
   if name in ROOFLINE_CHECKS:
     assert "Physical limit, measured at the start of this run" in (
         tmp_path / "summary.md").read_text()
@@ -113,6 +118,28 @@ def _check_train(summary, table):
 
 ROOFLINE_CHECKS = {"sampler": _check_sampler, "qwen3_5": _check_decode_roofline,
                    "train": _check_train}
+
+
+def _check_host_executors(summary, table):
+  # Every executor played the same episodes with the same rows as inline, the baseline of the
+  # same run; efficiency is the ratio per worker; the load before and after is the full triple.
+  assert {(r["env"], r["executor"], r["workers"]) for r in table} == {
+      ("latency", "inline", 1), ("latency", "processes", 4), ("latency", "ray", 4),
+      ("textworld", "inline", 1), ("textworld", "processes", 2)}
+  assert summary["same_rows_as_inline"] and all(r["same_rows_as_inline"] for r in table)
+  for r in table:
+    assert r["episodes"] == {"latency": 8, "textworld": 1}[r["env"]] and r["env_steps"] > 0
+    assert r["efficiency"] == pytest.approx(r["ratio"] / r["workers"])
+    assert r["episodes_per_s_min"] <= r["episodes_per_s"] <= r["episodes_per_s_max"]
+    assert r["warmup_s"] > 0 and (r["ray_num_cpus"] is None) == (r["executor"] != "ray")
+    if r["executor"] == "inline":
+      assert r["ratio"] == r["ratio_min"] == r["ratio_max"] == 1.0
+  assert len(summary["loadavg_before"]) == len(summary["loadavg_after"]) == 3
+  assert summary["cpu_count"] >= 1 and summary["baseline"] == "inline"
+
+
+# Checks of a benchmark's own columns, beside the common ones above.
+TABLE_CHECKS = {"host_executors": _check_host_executors}
 
 
 def test_sampler_resumes_rows_written_before_the_roofline_columns(tmp_path, capsys):

@@ -7,7 +7,10 @@ reported as the median with its spread (interquartile range and min-max). `compa
 of the two median rates and its range over the per-round ratios (round i of ours / round i of the
 peer). The 1-minute load average is sampled before the first round and after every round; when it
 exceeded one per core (`os.cpu_count()`) at any sample the run is `noisy` and `headline` returns
-None instead of a ratio: a ratio measured on a loaded machine is not a measurement.
+None instead of a ratio: a ratio measured on a loaded machine is not a measurement. A benchmark
+whose own sides run more processes than there are cores (env workers scaled past the core count)
+passes `own_load=True`: its load during the rounds is its own, so only the sample before the
+first round judges whether something else was running.
 """
 import os
 import platform
@@ -96,10 +99,10 @@ class Rounds:
   def __init__(self, rounds: int, warmup: int = 1, clock: Callable[[], float] = time.perf_counter,
                cpu_clock: Callable[[], float] = time.process_time,
                loadavg: Callable[[], float] = lambda: os.getloadavg()[0],
-               cpu_count: Callable[[], int | None] = os.cpu_count):
+               cpu_count: Callable[[], int | None] = os.cpu_count, own_load: bool = False):
     if rounds < 1 or warmup < 0:
       raise ValueError(f"need rounds >= 1 and warmup >= 0, got {rounds}, {warmup}")
-    self.rounds, self.warmup = int(rounds), int(warmup)
+    self.rounds, self.warmup, self.own_load = int(rounds), int(warmup), bool(own_load)
     self._clock, self._cpu_clock, self._loadavg = clock, cpu_clock, loadavg
     self.cores = int(cpu_count() or 1)
     self.load_before = float(loadavg())
@@ -107,8 +110,10 @@ class Rounds:
 
   @property
   def noisy(self) -> bool:
-    """Whether the 1-minute load average exceeded one per core at any sample so far."""
-    return max(self.load_samples) > self.cores
+    """Whether the 1-minute load average exceeded one per core at any sample so far (with
+    `own_load`: before the first round)."""
+    judged = self.load_samples[:1] if self.own_load else self.load_samples
+    return max(judged) > self.cores
 
   def time(self, sides: Mapping[str, Callable[[], object]],
            work: Mapping[str, float] | float = 1.0) -> dict:
@@ -171,14 +176,18 @@ class Rounds:
     return {"load_1min_before": self.load_before, "load_1min_after": self.load_samples[-1],
             "load_1min_max": max(self.load_samples), "cores": self.cores,
             "cpu_model": cpu_model(), "threads": thread_settings(), "rounds": self.rounds,
-            "warmup": self.warmup, "noisy": self.noisy}
+            "warmup": self.warmup, "noisy": self.noisy, "own_load": self.own_load}
 
   def note(self) -> str:
     """One markdown line for summary.md: how the ratios were measured and the load seen."""
-    state = (f"**NOISY: the 1-min load average reached {max(self.load_samples):.1f} on "
+    seen = self.load_before if self.own_load else max(self.load_samples)
+    state = (f"**NOISY: the 1-min load average reached {seen:.1f} on "
              f"{self.cores} cores (above one per core), so no headline ratio is given.**"
              if self.noisy else
-             f"Load average {self.load_before:.1f} before, {self.load_samples[-1]:.1f} after, "
-             f"{self.cores} cores.")
+             f"Load average {self.load_before:.1f} before, {self.load_samples[-1]:.1f} after "
+             f"(max {max(self.load_samples):.1f}), {self.cores} cores.")
+    if self.own_load:
+      state += (" The sides' own workers load the machine past its cores by design, so the "
+                "load before the first round is what says the machine was quiet.")
     return (f"Interleaved rounds (ours, peer, ours, peer ...): {self.rounds} timed after "
             f"{self.warmup} warm-up per side; medians with [min-max] across rounds. " + state)

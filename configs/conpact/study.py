@@ -3,7 +3,7 @@
 data (expert play on the SOURCE split, misperceiving demonstrator) -> tokenizer -> base planner and
 base actor (separate tiny Qwen3s from scratch, separate seeds and noise streams) -> online
 conditions on the evaluation split (ReAct, Self-Refine, resampling, Plan-Act, Assertion, ConPAct-I
-and the Table 18 ablations) -> ConPAct-I / ReAct rollouts on SOURCE instances -> ConPAct-S / R
+and the Table 18 ablations) -> ConPAct-I rollouts on SOURCE instances -> ConPAct-S / R
 (full, No Sup., No Replay) and the token-matched baseline (conpact/train) -> evaluation of every
 trained pair -> report. Resumable: each stage is skipped when its done marker is present.
 
@@ -159,12 +159,14 @@ def get_config(arg=None):
   c.online = ev
   c.trained_conditions = list(TRAINED)
 
-  # 5. source rollouts for curation: ConPAct-I + the ReAct reference on SOURCE instances
-  # (Sokoban: no base rollout succeeded in the measured runs, so few levels; BabyAI carries the
-  # curated data)
+  # 5. source rollouts for curation: ConPAct-I (the condition conpact/train curates) on SOURCE
+  # instances. Sokoban: no base rollout succeeded in the measured runs, so few levels; BabyAI
+  # carries the curated data: every source seed of each evaluated task x 4 rollouts (1,600
+  # episodes), since ConPAct-R keeps ~0.15 planner rows per ConPAct-I episode (20 of 136 in a
+  # measured base pair) and should keep >= 200 per role
   c.source = dict(sokoban=2 if d else 10 if arg.small else 2,
-                  mg_per_task=1 if d else 2 if arg.small else 8, rollouts=2,
-                  conditions=["react", "conpact_i"])
+                  mg_per_task=1 if d else 2 if arg.small else 100,
+                  rollouts=2 if d or arg.small else 4, conditions=["conpact_i"])
 
   # 6. ConPAct-S / R (+ data ablations) and the token-matched baseline via conpact/train
   # continued SFT of each base role; at CPU scale capped at train_steps (paper: 3 reference epochs,

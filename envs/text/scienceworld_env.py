@@ -14,7 +14,8 @@ Steps go straight to the simulator's `PythonInterface` (`step`, `getScore`, `get
 than through `scienceworld.ScienceWorldEnv.step`, which also computes the full valid-action list on
 every step (~0.6 s); the list is fetched only with `list_actions=True`. Score is 0..100 as in the
 package; reward is the score change / 100; success is `completed and score >= 100` (a negative
-score also completes the episode, as a failure).
+score also completes the episode, as a failure). Listed objects come in sorted order
+(`canonical_listing`): the simulator's own order depends on the JVM's history.
 """
 import concurrent.futures
 import json
@@ -58,6 +59,30 @@ def failed_action(observation: str) -> bool:
     return True
   return bool(text) and "\n" not in text and len(text) < 160 and bool(
       _FAILURE_PATTERNS.search(text))
+
+
+def canonical_listing(observation: str) -> str:
+  """`observation` with each run of consecutive tab-indented lines (the objects a room or
+  container lists, one per line) sorted.
+
+  The simulator keeps a room's objects in a hash set and lists them in its iteration order,
+  which depends on the JVM's history: the same level, loaded after different levels, lists the
+  same lines in another order (allenai/ScienceWorld#15 sorted some listings, not these). Sorting
+  makes an observation a function of the state alone, so an episode gives the same rows whichever
+  JVM (inline, worker process, Ray actor) plays it. The lines themselves are not touched, nor is
+  a run that holds deeper-indented lines (their parent line would lose them)."""
+  lines = observation.split("\n")
+  out, run = [], []
+  for line in lines + [None]:
+    if line is not None and line.startswith("\t"):
+      run.append(line)
+      continue
+    nested = any(x.startswith("\t\t") for x in run)   # sub-items belong under their line
+    out += run if nested else sorted(run)
+    run = []
+    if line is not None:
+      out.append(line)
+  return "\n".join(out)
 
 
 def task_catalog() -> list[dict]:
@@ -221,7 +246,7 @@ class ScienceWorld:
     else:
       self._call(sw.server.reset)  # same level again: rewind instead of reloading
     self._gold = self._gold_cache.get(level, [])
-    obs = self._call(sw.server.step, "look around")
+    obs = canonical_listing(self._call(sw.server.step, "look around"))
     self.task = self._call(sw.server.getTaskDescription).strip()
     return obs, self._info(obs, action_failed=False)
 
@@ -273,7 +298,7 @@ class ScienceWorld:
     self._steps += 1
     server = self._sw.server
     try:
-      obs = self._call(server.step, str(action))
+      obs = canonical_listing(self._call(server.step, str(action)))
       score = int(round(100 * self._call(server.getScore)))
       completed = bool(self._call(server.getCompleted)) or score < 0
       reward = (score - self._score) / 100.0

@@ -235,7 +235,9 @@ def run(config, workdir):
   if unknown:
     raise ValueError(f"unknown sections {sorted(unknown)}; valid: {', '.join(SECTIONS)}")
   load_before = list(os.getloadavg())
-  timer = Rounds(config.rounds, warmup=0)   # each executor's untimed first run is its warm-up
+  # each executor's untimed first run is its warm-up; 32 workers on 2 cores load the machine
+  # by design, so the load before the rounds says whether it was quiet
+  timer = Rounds(config.rounds, warmup=0, own_load=True)
   ray = None
   if any(parse_executor(e)[0] == "ray" for n in config.sections for e in config[n].executors):
     import ray  # pylint: disable=g-import-not-at-top  (optional: only the Ray sides need it)

@@ -170,9 +170,9 @@ class _Worker:
     """Kills the worker and what its env started; returns the worker's exit code.
 
     A child that outlives a killed worker would leak: a JVM exits when its parent's end of its
-    stdin closes, but not one that is stopped (SIGSTOP) or too wedged to read it. The worker's process group holds them
-    (`worker_main`), and its id stays the worker's pid while any member lives, so it names no
-    other process."""
+    stdin closes, but not one that is stopped (SIGSTOP) or too wedged to read it. The worker's
+    process group holds them (`worker_main`), and its id stays the worker's pid while any member
+    lives, so it names no other process."""
     if self.proc.is_alive():
       self.proc.kill()
     self.proc.join()

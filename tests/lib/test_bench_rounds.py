@@ -71,6 +71,22 @@ def test_load_above_one_per_core_at_any_sample_makes_the_run_noisy():
   json.dumps(m, allow_nan=False)                     # strict JSON as it stands
 
 
+def test_own_load_judges_only_the_load_before_the_first_round():
+  """A benchmark whose own workers outnumber the cores loads the machine itself: the rounds'
+  samples do not make it noisy, the sample before them does."""
+  clock = FakeClock()
+  loads = iter([1.0, 9.0, 12.0])                     # before, then one per round; 2 cores
+  r = Rounds(2, warmup=0, clock=clock, cpu_clock=clock, loadavg=lambda: next(loads),
+             cpu_count=lambda: 2, own_load=True)
+  r.time(_sides(clock, [], {"a": [1.0] * 2}))
+  assert not r.noisy and r.headline(3.0) == 3.0 and r.machine()["load_1min_max"] == 12.0
+  assert "max 12.0" in r.note() and "by design" in r.note()
+  busy = Rounds(1, warmup=0, clock=clock, cpu_clock=clock, loadavg=lambda: 3.0,
+                cpu_count=lambda: 2, own_load=True)
+  busy.time(_sides(clock, [], {"a": [1.0]}))
+  assert busy.noisy and busy.headline(3.0) is None and "NOISY" in busy.note()
+
+
 def test_load_at_one_per_core_is_quiet():
   r = Rounds(1, warmup=0, loadavg=lambda: 2.0, cpu_count=lambda: 2)
   r.time({"a": lambda: None})

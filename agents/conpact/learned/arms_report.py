@@ -65,7 +65,8 @@ def _fmt(v, ci=None) -> str:
 def _md_rows(rows: list[dict], conditions, comparisons) -> list[dict]:
   out = []
   for r in rows:
-    m = {"run": r["run"], "env": r["env"], "discussion (error rate)": f"{r['discussion']} ({r['recheck']})",
+    m = {"run": r["run"], "env": r["env"],
+         "discussion (error rate)": f"{r['discussion']} ({r['recheck']})",
          "episodes": r["episodes"]}
     for c in conditions:
       ci = r.get(f"{c}_ci")

@@ -14,7 +14,7 @@ a model stage also resumes from its checkpoints):
              one SFT loop (agents/conpact/learned/train.py), base/<role>/export
   online     every online condition on the EVALUATION split (agents/conpact/evaluate.py; planner
              model = `backend`, actor model = `actor_backend`), online/
-  source     ConPAct-I + ReAct rollouts of the base models on SOURCE instances, source/
+  source     ConPAct-I rollouts of the base models on SOURCE instances (curated), source/
   train/<m>  each recipe (agents/conpact/learned/recipe_train.py: ConPAct-S, ConPAct-R, No Sup.,
              No Replay; the baseline last, token-matched to ConPAct-R), train/<m>/
   eval/<m>   each trained pair on the evaluation split (config.trained_conditions), eval/<m>/

@@ -14,7 +14,8 @@ pytest.importorskip("scienceworld")
 
 from agents.wm.trajectory import ExpertPolicy, collect  # noqa: E402
 from envs.text.base import ENV_DIED, ENV_HANG  # noqa: E402
-from envs.text.scienceworld_env import ScienceWorld, failed_action, task_catalog  # noqa: E402
+from envs.text.scienceworld_env import (  # noqa: E402
+    ScienceWorld, canonical_listing, failed_action, task_catalog)
 
 TASK = "find-non-living-thing"  # 5-step gold path, fast to load
 
@@ -140,3 +141,39 @@ def test_killing_a_stopped_jvm_returns_when_garbage_collection_runs_inside(env):
   assert env.jvm_pid is None
   obs, _ = env.reset(0)                          # and the env starts a fresh JVM
   assert "This room is called" in obs
+
+
+def test_canonical_listing_sorts_each_run_of_listed_lines_only():
+  room = ("This room is called the art studio. In it, you see: \n\tthe agent\n\ta wood cup "
+          "(containing yellow paint)\n\ta wood cup (containing blue paint)\nYou also see:\n"
+          "\tA door to the hallway (that is closed)\n\ta door to the kitchen")
+  got = canonical_listing(room)
+  assert got.split("\n") == [
+      "This room is called the art studio. In it, you see: ", "\ta wood cup (containing blue "
+      "paint)", "\ta wood cup (containing yellow paint)", "\tthe agent", "You also see:",
+      "\tA door to the hallway (that is closed)", "\ta door to the kitchen"]
+  assert canonical_listing(got) == got
+  nested = "In it:\n\tb box\n\t\tz inside b\n\ta cup"   # sub-items stay under their parent
+  assert canonical_listing(nested) == nested
+  assert canonical_listing("You move to the kitchen.") == "You move to the kitchen."
+
+
+def test_a_level_reads_the_same_whatever_the_jvm_played_before():
+  """The simulator lists a room's objects in hash-set order, which depends on what the JVM loaded
+  before: the art studio of find-non-living-thing variation 1 lists its paint cups in another
+  order after the levels below than in a fresh JVM. The adapter's observation does not."""
+  levels = [("find-non-living-thing", 0), ("find-plant", 0), ("boil", 0), ("melt", 0),
+            ("find-non-living-thing", 1)]
+  fresh = ScienceWorld(levels)
+  try:
+    first = fresh.reset(4)[0]
+  finally:
+    fresh.close()
+  used = ScienceWorld(levels)
+  try:
+    for i in range(4):
+      used.reset(i)
+    after = used.reset(4)[0]
+  finally:
+    used.close()
+  assert "wood cup" in first and after == first

@@ -205,6 +205,9 @@ def _cell(v: Any) -> str:
     if math.isnan(v):
       return EMPTY_CELL
     return f"{v:.4g}" if math.isfinite(v) else ("∞" if v > 0 else "-∞")
+  if isinstance(v, (list, tuple)) and v and all(
+      isinstance(x, (int, float)) and not isinstance(x, bool) for x in v):
+    return "[" + ", ".join(_cell(x) for x in v) + "]"    # an interval: [lo, hi], each like a cell
   return str(v).replace("|", "\\|").replace("\n", " ")
 
 

@@ -161,12 +161,12 @@ def get_config(arg=None):
 
   # 5. source rollouts for curation: ConPAct-I (the condition conpact/train curates) on SOURCE
   # instances. Sokoban: no base rollout succeeded in the measured runs, so few levels; BabyAI
-  # carries the curated data: every source seed of each evaluated task x 4 rollouts (1,600
-  # episodes), since ConPAct-R keeps ~0.15 planner rows per ConPAct-I episode (20 of 136 in a
-  # measured base pair) and should keep >= 200 per role
+  # carries the curated data: every source seed of each evaluated task x 6 rollouts (2,412
+  # episodes), so that ConPAct-R keeps >= 200 rows per role: it keeps ~0.09 planner rows per
+  # ConPAct-I episode (measured: 209 planner / 509 actor rows from these 2,412)
   c.source = dict(sokoban=2 if d else 10 if arg.small else 2,
                   mg_per_task=1 if d else 2 if arg.small else 100,
-                  rollouts=2 if d or arg.small else 4, conditions=["conpact_i"])
+                  rollouts=2 if d or arg.small else 6, conditions=["conpact_i"])
 
   # 6. ConPAct-S / R (+ data ablations) and the token-matched baseline via conpact/train
   # continued SFT of each base role; at CPU scale capped at train_steps (paper: 3 reference epochs,

@@ -93,8 +93,14 @@ def write_tiny_game(root: str, split: str = "train", obj: str = "Apple",
                                                       f"{goal.lower()}."}]}}
   problem = _problem(obj, start, goal)
   domain, grammar = shipped_logic()
-  # The goal template is drawn with `random`; a private generator keeps the game reproducible.
-  grammar = add_task_to_grammar(grammar, traj, rng=random.Random(seed))
+  # ALFWorld draws the goal's template from the global `random` (its `rng` argument is not passed
+  # on), so the draw runs under a state seeded here, and the caller's global state is restored.
+  outer = random.getstate()
+  random.seed(seed)
+  try:
+    grammar = add_task_to_grammar(grammar, traj, rng=random.Random(seed))
+  finally:
+    random.setstate(outer)
   goal_openable = next(o for t, o, _ in _RECEPTACLES.values() if t == goal)
   start_openable = next(o for t, o, _ in _RECEPTACLES.values() if t == start)
   o, s, g = obj.lower(), start.lower(), goal.lower()

@@ -15,6 +15,7 @@ Requires the `ray` extra (`pip install -e '.[ray]'`).
 import os
 import sys
 import time
+import warnings
 from typing import Any, Sequence
 
 import ray
@@ -59,12 +60,16 @@ def start_ray(address: str) -> None:
   nothing when this process is connected already."""
   if ray.is_initialized():
     return
-  if address:
-    ray.init(address=address, logging_level="ERROR", log_to_driver=False)
-    return
-  path = os.pathsep.join(p for p in sys.path if p)
-  ray.init(include_dashboard=False, logging_level="ERROR", log_to_driver=False,
-           runtime_env={"env_vars": {"PYTHONPATH": path}})
+  with warnings.catch_warnings():
+    # Ray starts its daemons with subprocess (fork + exec at once): JAX's warning about forking
+    # a multithreaded process is about forks that go on running Python, not these.
+    warnings.filterwarnings("ignore", message=r"os\.fork\(\) was called", category=RuntimeWarning)
+    if address:
+      ray.init(address=address, logging_level="ERROR", log_to_driver=False)
+      return
+    path = os.pathsep.join(p for p in sys.path if p)
+    ray.init(include_dashboard=False, logging_level="ERROR", log_to_driver=False,
+             runtime_env={"env_vars": {"PYTHONPATH": path}})
 
 
 class RayExecutor:

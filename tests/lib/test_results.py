@@ -113,6 +113,13 @@ def test_markdown_empty_cells_print_a_dash(tmp_path):
   assert "| b | 0.5 | – | 0.01 | 1 |" in md
 
 
+def test_an_interval_cell_prints_its_ends_like_numbers():
+  md = markdown_table([{"cond": "a", "ci": [0.0625, 0.43828124999999574]},
+                       {"cond": "b", "ci": (0, 1.0)}, {"cond": "c", "ci": ["x", "y"]}])
+  assert "| a | [0.0625, 0.4383] |" in md and "| b | [0, 1] |" in md
+  assert "| c | ['x', 'y'] |" in md     # not numbers: printed as they are
+
+
 def test_wide_tables_split_and_repeat_the_key_column():
   row = {"condition": "dsl", **{f"metric_{i}": i for i in range(23)}}
   md = markdown_table([row, {**row, "condition": "rule"}])

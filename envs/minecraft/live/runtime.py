@@ -21,6 +21,10 @@ from envs.minecraft.live.live_world import LiveWorld
 from envs.minecraft.world import Layout
 
 
+# Seconds an agent may stay off its start cell before the server teleports it again.
+RETELEPORT_S = 1.0
+
+
 def free_port() -> int:
   """A TCP port that is free on 127.0.0.1 right now (loopback only)."""
   with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -126,23 +130,36 @@ class LiveRuntime:
     self.agents = tuple(sorted(set(self.agents) | set(agents)))
     self.server_request("reset", layout=layout_json(layout))
     starts = {n: (pos[0] + 0.5, pos[1] + 0.5) for n, (pos, _, _) in layout.agent_starts.items()}
-    for name, pos in starts.items():
-      self.bot_request("sync", agent=name, pos=list(pos))
-    # A position packet the bot sent before it saw the teleport can land after it: wait until
-    # the server itself has every agent at its start cell (usually tens of ms; seconds on a
-    # loaded machine, so the deadline is the op timeout rather than a fixed poll count).
+    self._place_agents(starts)
+    return LiveWorld(self, layout, episode_id, t0)
+
+  def _place_agents(self, starts: dict) -> None:
+    """Waits until the server has every agent at `starts` ({name: (x, z)}), re-teleporting.
+
+    A position packet a bot sent before it saw the teleport can land after it and put the agent
+    back where it stood; the bot then believes it is at its start and never corrects the server.
+    So the wait re-teleports the agents still off their cells every `RETELEPORT_S` (and re-syncs
+    their bots), until the op timeout: usually done in tens of ms, seconds on a loaded machine.
+    """
     deadline = time.monotonic() + self.config.op_timeout_s
+    off, agents = dict(starts), {}
     while True:
-      agents = self.state()["agents"]
-      if all(n in agents and abs(agents[n]["pos"][0] - p[0]) + abs(agents[n]["pos"][1] - p[1])
-             < 0.5 for n, p in starts.items()):
-        return LiveWorld(self, layout, episode_id, t0)
-      if time.monotonic() > deadline:
+      for name, pos in off.items():
+        self.bot_request("sync", agent=name, pos=list(pos))
+      retry = time.monotonic() + RETELEPORT_S
+      while time.monotonic() < min(retry, deadline):
+        agents = self.state()["agents"]
+        off = {n: p for n, p in starts.items() if n not in agents or abs(
+            agents[n]["pos"][0] - p[0]) + abs(agents[n]["pos"][1] - p[1]) >= 0.5}
+        if not off:
+          return
+        time.sleep(0.02)
+      if time.monotonic() >= deadline:
         break
-      time.sleep(0.02)
+      self.server_request("place", agents={n: list(p) for n, p in off.items() if n in agents})
     self.broken = True
     raise BackendFailure("agents did not reach their start cells on the server: " + ", ".join(
-        f"{n} at {agents[n]['pos'] if n in agents else None}, not {p}" for n, p in starts.items()))
+        f"{n} at {agents[n]['pos'] if n in agents else None}, not {p}" for n, p in off.items()))
 
   def world_for(self, ep) -> LiveWorld:
     """The `world` hook of the GenCoord closed loop: a live world for episode `ep`."""

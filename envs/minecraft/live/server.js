@@ -35,6 +35,7 @@ serv.on('error', (e) => { process.stderr.write(`server error: ${e.stack || e}\n`
 const send = serve({
   ping: async () => ({ players: serv.players.map(p => p.username) }),
   reset: (req) => serv.workcellControl.reset(req.layout),
+  place: (req) => serv.workcellControl.place(req.agents),
   state: async () => serv.workcellControl.state(),
   recipes: async (req) => serv.workcellControl.recipes(req.items),
   blocks: (req) => serv.workcellControl.blocks(req.positions)

@@ -367,6 +367,12 @@ module.exports.server = function (serv) {
       }
       return { locations: Object.keys(cell.locations).length }
     },
+    async place (agents) { // teleport agents again to [x, z] (block centres), nothing else reset
+      for (const [name, pos] of Object.entries(agents)) {
+        await player(name).teleport(new Vec3(pos[0], GROUND_Y, pos[1]))
+      }
+      return { placed: Object.keys(agents).length }
+    },
     state () {
       const agents = {}
       for (const p of serv.players) {

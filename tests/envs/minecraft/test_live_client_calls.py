@@ -65,3 +65,17 @@ def test_pathfinder_walks_around_a_wall_a_straight_walk_hits(rt):
   x, z = world.agents["agent_a"].pos
   assert (int(x // 1), int(z // 1)) == (int(goal[0]), int(goal[1]))
   assert rt.server_request("blocks", positions=_footprint(2)) == ["oak_planks"] * 18   # not dug
+
+
+def test_the_server_teleports_a_walked_off_agent_back_and_its_bot_follows(rt):
+  # The re-teleport of LiveRuntime._place_agents: a bot that stands elsewhere on both the client
+  # and the server is put back on its start cell by the server's `place`, and `sync` sees it.
+  rt.reset(_layout(0), "place-again")
+  start = (START[0] + 0.5, START[1] + 0.5)
+  away = rt.bot_request("straight", agent="agent_a", target=[START[0] + 0.5, START[1] - 3.5],
+                        ticks=40)["pos"]
+  assert abs(away[1] - start[1]) > 1.0
+  rt.server_request("place", agents={"agent_a": list(start)})
+  rt.bot_request("sync", agent="agent_a", pos=list(start))
+  x, z = rt.state()["agents"]["agent_a"]["pos"]
+  assert abs(x - start[0]) + abs(z - start[1]) < 0.5

@@ -85,3 +85,19 @@ def test_truncation_and_determinism(root):
   assert a == b
   env.close()
   assert os.path.isdir(root)
+
+
+def test_a_written_game_does_not_depend_on_the_global_random_state(tmp_path):
+  """ALFWorld draws the goal wording from the global `random`: two writes of the same game under
+  different global states must give the same file (and leave the caller's state as it was)."""
+  import random  # pylint: disable=import-outside-toplevel
+  files = []
+  for outer_seed in range(4):
+    random.seed(outer_seed)
+    before = random.getstate()
+    game = write_tiny_game(str(tmp_path / str(outer_seed)), obj="Egg", start="Fridge",
+                           goal="SinkBasin")
+    assert random.getstate() == before
+    with open(game) as f:
+      files.append(json.load(f)["grammar"])
+  assert all(g == files[0] for g in files)

@@ -232,12 +232,10 @@ def test_a_worker_that_died_between_episodes_is_replaced_before_the_next(tmp_pat
   with open(pidfile, encoding="utf-8") as f:
     pid = int(f.read())
   os.kill(pid, signal.SIGKILL)   # the idle worker dies (an OOM killer, an operator)
-  for _ in range(200):   # until it is dead: a zombie, or gone
-    try:
-      with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
-        if f.read().rsplit(")", 1)[1].split()[0] == "Z":
-          break
-    except FileNotFoundError:
+  # Until it has fully exited: its main thread shows as a zombie while its other threads (JAX's)
+  # still hold its files, so wait for the exit status (WNOWAIT leaves it to the executor to reap).
+  for _ in range(200):
+    if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
       break
     time.sleep(0.05)
   again = ex.run([EnvCall(1, "reset", make_env=FaultyGuess, seed=2)])[0]

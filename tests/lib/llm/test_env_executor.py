@@ -235,7 +235,10 @@ def test_a_worker_that_died_between_episodes_is_replaced_before_the_next(tmp_pat
   # Until it has fully exited: its main thread shows as a zombie while its other threads (JAX's)
   # still hold its files, so wait for the exit status (WNOWAIT leaves it to the executor to reap).
   for _ in range(200):
-    if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+    try:
+      if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+        break
+    except ChildProcessError:   # already reaped: gone
       break
     time.sleep(0.05)
   again = ex.run([EnvCall(1, "reset", make_env=FaultyGuess, seed=2)])[0]

@@ -11,16 +11,16 @@ TensorBoard writer (`<workdir>/tb`) are set up. A config module may define `swee
 `--sweep` runs every point in turn into `<workdir>/<index>_<key=value,...>`, `--sweep_print`
 prints one launch command per point for a cluster scheduler instead.
 
-Before anything is created, the whole command line is checked: a bad config file,
-`:arg`, override, experiment name, workdir, or a configured input path (`*checkpoint`, `*_dir`,
-`*path` fields, `dir/file.jsonl`-like values) that does not exist stops the launch with one line
-on stderr and exit code 2. The console shows warnings, progress bars (on a terminal) and, at the
-end, the summary table and figure paths (lib/console.py); the run's INFO lines go to log.txt only
-and other libraries' INFO lines (orbax's checkpoint internals, ...) nowhere, unless `--verbose`.
+Before anything is created, the whole command line is checked: a bad config file, `:arg`, override,
+experiment name, workdir, or a configured input path (`*checkpoint`, `*_dir`, `*path` fields,
+`dir/file.jsonl`-like values) that does not exist stops the launch with one line on stderr and exit
+code 2. The console shows warnings, progress bars (on a terminal) and, at the end, the summary table
+and figure paths (lib/run/console.py); the run's INFO lines go to log.txt only and other libraries'
+INFO lines (orbax's checkpoint internals, ...) nowhere, unless `--verbose`.
 
-Multi-host: pass --jax_coordinator=host:port --jax_num_processes=N --jax_process_id=i (same
-command on every host), or --jax_coordinator=auto on a cluster JAX detects (Cloud TPU, SLURM,
-Open MPI), and `lib.distributed.initialize` joins the run before anything touches a JAX backend
+Multi-host: pass --jax_coordinator=host:port --jax_num_processes=N --jax_process_id=i (same command
+on every host), or --jax_coordinator=auto on a cluster JAX detects (Cloud TPU, SLURM, Open MPI), and
+`lib.parallel.distributed.initialize` joins the run before anything touches a JAX backend
 (docs/running.md#multi-host).
 """
 import ast
@@ -32,7 +32,7 @@ import sys
 import tempfile
 import time
 
-from lib import console  # first: it silences banners of the libraries imported below
+from lib.run import console  # first: it silences banners of the libraries imported below
 
 console.quiet_import_banners(sys.argv)
 
@@ -42,10 +42,12 @@ from ml_collections import config_flags
 
 from configs import common
 from experiments import registry
-from lib import distributed, memory_plan, tb
-from lib.checkpoint import CheckpointError
-from lib.launch_checks import LaunchError, check_input_paths, config_fields
-from lib.llm import factory
+from lib.backends import factory
+from lib.parallel import distributed
+from lib.plan import memory_plan
+from lib.plan.launch_checks import LaunchError, check_input_paths, config_fields
+from lib.run import tb
+from lib.train.checkpoint import CheckpointError
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Config file, path[:key=value,...].")
 _WORKDIR = flags.DEFINE_string("workdir", None, "Directory for this run's outputs.")

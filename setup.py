@@ -26,7 +26,8 @@ CORE = [
     "gymnax>=1.0.1,<2",  # envs/base.py: every JAX env is a gymnax Environment with gymnax spaces
     "six>=1.17",  # importing gymnax imports its bundled MNIST env, which imports six
     "cloudpickle>=3.1,<4",  # env factories (lambdas too) travel to env worker processes
-    # Structured output (lib/token_dfa.py): regex / JSON schema -> token DFA for the sampler.
+    # Structured output (lib/generate/token_dfa.py): regex / JSON schema -> token DFA for the
+    # sampler.
     "outlines-core>=0.2.14,<0.3",
 ]
 
@@ -58,7 +59,7 @@ BENCH = [
 
 TPU = ["jax[tpu]==0.10.2"]
 
-# The host loop's `ray` env executor (host.executor="ray", lib/llm/ray_executor.py).
+# The host loop's `ray` env executor (host.executor="ray", lib/hostloop/ray_executor.py).
 RAY = ["ray>=2.60,<3"]
 
 EXTRAS = {

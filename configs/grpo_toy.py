@@ -1,4 +1,4 @@
-"""GRPO of a tiny Qwen3 on a toy verifiable task (lib/grpo.py end to end).
+"""GRPO of a tiny Qwen3 on a toy verifiable task (lib/rl/grpo.py end to end).
 
 python launch.py --config=configs/grpo_toy.py:debug=True --workdir=runs/grpo_toy
 python launch.py --config=configs/grpo_toy.py:reward=coin --workdir=runs/grpo_coin
@@ -8,7 +8,7 @@ python launch.py --config=configs/grpo_toy.py --workdir=runs/grpo_plan --plan   
 import ml_collections
 
 from configs import common
-from lib.config_blocks import model_block, plan_block
+from lib.run.config_blocks import model_block, plan_block
 
 
 def get_config(arg=None):

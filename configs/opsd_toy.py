@@ -1,4 +1,5 @@
-"""On-policy self-distillation of a tiny Qwen3 toward its own hint-conditioned copy (lib/opsd.py).
+"""On-policy self-distillation of a tiny Qwen3 toward its own hint-conditioned copy
+(lib/rl/opsd.py).
 
 python launch.py --config=configs/opsd_toy.py:debug=True --workdir=runs/opsd_toy
 python launch.py --config=configs/opsd_toy.py:hint=mismatched --workdir=runs/opsd_mis
@@ -7,7 +8,7 @@ python launch.py --config=configs/opsd_toy.py --workdir=runs/opsd_plan --plan   
 import ml_collections
 
 from configs import common
-from lib.config_blocks import model_block, plan_block
+from lib.run.config_blocks import model_block, plan_block
 
 
 def get_config(arg=None):

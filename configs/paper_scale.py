@@ -19,7 +19,7 @@ moments, and per-layer rematerialisation (`model.remat="full"`). The mesh defaul
 """
 from typing import Any
 
-from lib.config_blocks import model_block, plan_block
+from lib.run.config_blocks import model_block, plan_block
 
 SCALES = ("", "paper")
 PRESETS: dict[str, dict[str, Any]] = {

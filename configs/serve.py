@@ -5,13 +5,13 @@ python launch.py --config=configs/serve.py:checkpoint=runs/sft/export,port=8001 
 python launch.py --config=configs/serve.py:debug=True --workdir=runs/serve_debug   # 20 s, free port
 python launch.py --config=configs/serve.py --config.limits.max_new_tokens=4096 --workdir=runs/serve
 
-Clients: `lib.llm.openai_http.OpenAIBackend(base_url="http://127.0.0.1:8000/v1", model="accord")`,
-or any OpenAI SDK. The chosen port is written to <workdir>/server.json.
+Clients: `lib.backends.openai_http.OpenAIBackend(base_url="http://127.0.0.1:8000/v1",
+model="accord")`, or any OpenAI SDK. The chosen port is written to <workdir>/server.json.
 """
 import ml_collections
 
 from configs import common
-from lib.config_blocks import model_block
+from lib.run.config_blocks import model_block
 
 
 def get_config(arg=None):
@@ -30,7 +30,7 @@ def get_config(arg=None):
   c.chunk_size = 16  # decode steps between checks for cancelled / finished requests
   c.api_key_env = ""  # env var holding a bearer key clients must send; "" = no auth
   c.drain_s = 10.0  # on SIGTERM: how long the running batch may finish before it is cancelled
-  # Per-request limits (lib/llm/server/admission.py ServerLimits); a request over one gets a 400
+  # Per-request limits (lib/serve/admission.py ServerLimits); a request over one gets a 400
   # naming it. max_batch above is also the largest n.
   c.limits = dict(
       context_length=0,  # prompt + max_tokens per row; 0 = the model's max_position_embeddings

@@ -1,4 +1,4 @@
-"""SFT of a tiny Qwen3 on a synthetic copy task (lib/sft.py end to end).
+"""SFT of a tiny Qwen3 on a synthetic copy task (lib/sft/step.py end to end).
 
 python launch.py --config=configs/sft_toy.py:debug=True --workdir=runs/sft_toy
 python launch.py --config=configs/sft_toy.py --workdir=runs/sft_toy --config.mesh.fsdp=2
@@ -7,7 +7,7 @@ python launch.py --config=configs/sft_toy.py --workdir=runs/sft_plan --plan   # 
 import ml_collections
 
 from configs import common
-from lib.config_blocks import model_block, plan_block
+from lib.run.config_blocks import model_block, plan_block
 
 
 def get_config(arg=None):

@@ -1,10 +1,10 @@
 """A JAX env behind the host-loop API, optionally shown as text to a language agent.
 
-Host-loop envs (CONTRIBUTING.md) follow `reset(seed) -> (obs, info)` and `step(action) -> (obs, reward,
-terminated, truncated, info)`. `JaxEnvAdapter` runs one instance of a gymnax-style env that way
-(one unbatched state on the host, jitted reset/step) and exposes the current `state` to agents and
-comparators that read ground truth. Every user of a JAX env in a host loop goes through it: the
-ConPAct agents (agents/conpact/textenv.py), the `lib.llm` host-loop tests and benchmarks.
+Host-loop envs (CONTRIBUTING.md) follow `reset(seed) -> (obs, info)` and `step(action) -> (obs,
+reward, terminated, truncated, info)`. `JaxEnvAdapter` runs one instance of a gymnax-style env that
+way (one unbatched state on the host, jitted reset/step) and exposes the current `state` to agents
+and comparators that read ground truth. Every user of a JAX env in a host loop goes through it: the
+ConPAct agents (agents/conpact/textenv.py), the `lib.backends` host-loop tests and benchmarks.
 
 Without a view the observation is the env's own array observation and `info` its step info. With a
 `TextView` (one per JAX env family, in its `text.py`: `envs.sokoban.text.VIEW`,

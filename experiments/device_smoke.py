@@ -1,5 +1,5 @@
 """Planned vs measured device memory: for each case of `config.cases` and each of its trainers
-("sft", "grpo"), the analytic and the compiled memory plans (lib/memory_plan.py) and two real
+("sft", "grpo"), the analytic and the compiled memory plans (lib/plan/memory_plan.py) and two real
 update steps on the device with random weights and tokens, then the device's peak bytes
 (`memory_stats()["peak_bytes_in_use"]`, the maximum over the mesh's devices) and the second
 step's wall time.
@@ -17,11 +17,15 @@ import jax.numpy as jnp
 import ml_collections
 import numpy as np
 
-from lib import grpo, memory_plan, optim, sft, sharding, train_loop
-from lib.config_blocks import model_block, plan_block
-from lib.model_setup import build_model
-from lib.results import ResultsLog, write_summary
-from lib.train_state import nnx_apply_fn
+from lib.models.model_setup import build_model
+from lib.parallel import sharding
+from lib.plan import memory_plan
+from lib.rl import grpo
+from lib.run.config_blocks import model_block, plan_block
+from lib.run.results import ResultsLog, write_summary
+from lib.sft import step as sft
+from lib.train import optim, setup as train_loop
+from lib.train.state import nnx_apply_fn
 
 GIB = 2**30
 

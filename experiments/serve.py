@@ -1,14 +1,14 @@
 """Serve a Flax model over an OpenAI-compatible HTTP API, so other processes can use it.
 
-`config.model` is the one `model` block (lib/model_setup.py): `checkpoint` a Hugging Face-format
-directory (config.json + safetensors + tokenizer), served at `dtype`; empty means the embedded
-default (a tokenizer trained here and a random qwen3-tiny model, saved to `<workdir>/tiny_model`
-so it can be reloaded or served elsewhere). Once listening, the server
-writes `<workdir>/server.json` ({"url", "host", "port", "model", "pid"}); with `port=0` that file
-is how callers learn the port. It serves until SIGTERM/SIGINT (a clean stop, exit 0), or for
-`duration_s` seconds when > 0, and then writes usage totals to summary.json. `limits` bound what
-a request may ask for (lib/llm/server/admission.py: ServerLimits); `api_key_env` names an
-environment variable whose key clients must send as a bearer token.
+`config.model` is the one `model` block (lib/models/model_setup.py): `checkpoint` a Hugging
+Face-format directory (config.json + safetensors + tokenizer), served at `dtype`; empty means the
+embedded default (a tokenizer trained here and a random qwen3-tiny model, saved to
+`<workdir>/tiny_model` so it can be reloaded or served elsewhere). Once listening, the server writes
+`<workdir>/server.json` ({"url", "host", "port", "model", "pid"}); with `port=0` that file is how
+callers learn the port. It serves until SIGTERM/SIGINT (a clean stop, exit 0), or for `duration_s`
+seconds when > 0, and then writes usage totals to summary.json. `limits` bound what a request may
+ask for (lib/serve/admission.py: ServerLimits); `api_key_env` names an environment variable whose
+key clients must send as a bearer token.
 """
 import json
 import os
@@ -19,13 +19,14 @@ import time
 from absl import logging
 
 from lib import models
-from lib.llm.flax_backend import FlaxBackend
-from lib.llm.server import OpenAIServer, ServerLimits
-from lib.results import write_summary
+from lib.backends.flax_backend import FlaxBackend
+from lib.run.results import write_summary
+from lib.serve import OpenAIServer, ServerLimits
 
 
 def build_backend(config, workdir) -> FlaxBackend:
-  """The served model of `config.model` (lib/model_setup.py) at its dtype; the embedded default is
+  """The served model of `config.model` (lib/models/model_setup.py) at its dtype; the embedded
+  default is
   also saved to <workdir>/tiny_model so it can be reloaded or served elsewhere."""
   path = os.path.join(workdir, "tiny_model")
   backend = FlaxBackend.from_block(config.model, tokenizer_dir=path, seed=config.seed,

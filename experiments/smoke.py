@@ -7,9 +7,10 @@ task-bootstrap CI. Rerunning into the same workdir skips finished rows.
 import numpy as np
 from absl import logging
 
-from lib import stats, tb
-from lib.progress import progress
-from lib.results import ResultsLog, write_summary
+from lib.report import stats
+from lib.run import tb
+from lib.run.progress import progress
+from lib.run.results import ResultsLog, write_summary
 
 
 def run(config, workdir):

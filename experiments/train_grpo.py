@@ -1,20 +1,23 @@
-"""GRPO on a toy verifiable task with a tiny Qwen3: lib/grpo.py end to end (sampler, rewards,
+"""GRPO on a toy verifiable task with a tiny Qwen3: lib/rl/grpo.py end to end (sampler, rewards,
 group advantages, clipped updates, KL to the frozen initial model, checkpoint/resume, TensorBoard).
 
 Rewards (config.reward.kind):
   first_token  1 when the first generated token equals config.reward.target_id (verifiable, "GT")
   coin         independent Bernoulli(p) rewards (the audit's COIN control)
-config.grpo.permute_scores=True shuffles the scores within each group (the *-PERM controls).
-The audit's text rewards (lib.rewards.embedding_similarity_reward with GT or mismatched targets)
+config.grpo.permute_scores=True shuffles the scores within each group (the *-PERM controls). The
+audit's text rewards (agents.wm.rewards.embedding_similarity_reward with GT or mismatched targets)
 plug in as a reward_fn over decoded responses.
 """
 import jax
 import numpy as np
 from absl import logging
 
-from lib import grpo, optim, rewards, tb, train_loop
-from lib.progress import progress, show_step
-from lib.results import write_summary
+from agents.wm import rewards
+from lib.rl import grpo
+from lib.run import tb
+from lib.run.progress import progress, show_step
+from lib.run.results import write_summary
+from lib.train import optim, setup as train_loop
 
 
 def make_reward_fn(c, group_size: int, key: jax.Array):

@@ -1,10 +1,10 @@
-"""On-policy self-distillation on a toy privileged-context task with a tiny Qwen3: lib/opsd.py end
-to end (student sampling, frozen teacher with privileged prompt, generalized JSD on the target
+"""On-policy self-distillation on a toy privileged-context task with a tiny Qwen3: lib/rl/opsd.py
+end to end (student sampling, frozen teacher with privileged prompt, generalized JSD on the target
 span, importance weights, checkpoint/resume, TensorBoard).
 
 The teacher sees a hint in front of the student's prompt: config.task.hint="fixed" (the same hint
-for every prompt, learnable by the student: the "GT" analogue) or "mismatched" (each prompt gets
-the hint of another prompt via lib.rewards.mismatched_targets: the "MIS" analogue). The held-out
+for every prompt, learnable by the student: the "GT" analogue) or "mismatched" (each prompt gets the
+hint of another prompt via agents.wm.rewards.mismatched_targets: the "MIS" analogue). The held-out
 JSD to the teacher is logged before and after training.
 """
 import jax
@@ -12,9 +12,12 @@ import numpy as np
 from absl import logging
 from flax import nnx
 
-from lib import grpo, opsd, optim, rewards, tb, train_loop
-from lib.progress import progress, show_step
-from lib.results import write_summary
+from agents.wm import rewards
+from lib.rl import grpo, opsd
+from lib.run import tb
+from lib.run.progress import progress, show_step
+from lib.run.results import write_summary
+from lib.train import optim, setup as train_loop
 
 HINT = (7, 8, 9)
 

@@ -1,16 +1,17 @@
-"""SFT on a synthetic copy task with a tiny Qwen3: exercises lib/sft.py through the one SFT loop
-(lib/sft_loop.py: jit, optional mesh, accumulation, checkpoint/resume, TensorBoard, train-token
+"""SFT on a synthetic copy task with a tiny Qwen3: exercises lib/sft/step.py through the one SFT
+loop (lib/sft/loop.py: jit, optional mesh, accumulation, checkpoint/resume, TensorBoard, train-token
 budget).
 
 Task: "<bos> p_1..p_k <sep> p_1 p_1 <eos>", loss on the target (p_1 p_1 <eos>) only. A run that
 works drives the held-out target loss from ~log(V) towards 0. Real data sets plug in by replacing
-`copy_task_batch` with rows of the same three arrays (see lib/sft.py).
+`copy_task_batch` with rows of the same three arrays (see lib/sft/step.py).
 """
 import jax
 import numpy as np
 
-from lib import optim, sft, sft_loop, train_loop
-from lib.results import write_summary
+from lib.run.results import write_summary
+from lib.sft import step as sft, loop as sft_loop
+from lib.train import optim, setup as train_loop
 
 BOS, SEP, EOS = 1, 2, 3
 

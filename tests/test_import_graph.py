@@ -207,3 +207,86 @@ def test_registry_call_finder_finds_planted_calls(tmp_path):
     sources[module] = tmp_path / f"{module}.py"
     sources[module].write_text(text)
   assert _registry_calls(sources) == ["experiments.a:4", "experiments.b:3"]
+
+
+# lib/'s subpackages from the bottom layer up: a module imports from its own subpackage and the
+# ones listed before it, never from one listed after it (lib/__init__.py says what each holds).
+LIB_LAYERS = ("run", "report", "parallel", "models", "train", "generate", "sft", "rl", "plan",
+              "bench", "backends", "hostloop", "serve")
+ABOVE_LIB = ("agents", "configs", "envs", "experiments", "launch")
+
+
+def _layer_violations(imports, layers=LIB_LAYERS) -> list[str]:
+  """Imports in `imports` rows from a lib subpackage to one above it in `layers`."""
+  rank = {name: i for i, name in enumerate(layers)}
+  out = []
+  for importer, target, _, _, line, _ in imports:
+    if target is None:
+      continue
+    src, dst = importer.split("."), target.split(".")
+    if src[0] == "lib" and dst[0] == "lib" and len(src) > 1 and len(dst) > 1:
+      if rank.get(dst[1], -1) > rank.get(src[1], len(layers)):
+        out.append(f"{importer}:{line} imports {target} (layer {dst[1]} is above {src[1]})")
+  return out
+
+
+def test_lib_subpackages_import_only_their_own_layer_or_lower():
+  assert _layer_violations(IMPORTS) == []
+
+
+def test_layer_check_finds_a_planted_upward_import():
+  rows = [("lib.models.setup", "lib.sft.loop", None, False, 3, False),
+          ("lib.sft.loop", "lib.models.setup", None, False, 4, False),
+          ("lib.sft.loop", "lib.sft.step", None, False, 5, False)]
+  assert _layer_violations(rows) == [
+      "lib.models.setup:3 imports lib.sft.loop (layer sft is above models)"]
+
+
+def test_lib_imports_nothing_above_it():
+  offenders = [f"{importer}:{line} imports {target}" for importer, target, _, _, line, _ in IMPORTS
+               if importer.split(".")[0] == "lib" and target is not None
+               and target.split(".")[0] in ABOVE_LIB]
+  assert offenders == []
+
+
+def test_lib_root_holds_only_the_layered_subpackages():
+  lib = ROOT / "lib"
+  loose = sorted(p.name for p in lib.glob("*.py") if p.name != "__init__.py")
+  packages = sorted(p.name for p in lib.iterdir() if (p / "__init__.py").exists())
+  assert loose == []
+  assert packages == sorted(LIB_LAYERS)
+
+
+def _unindexed(package: pathlib.Path, root: pathlib.Path = ROOT) -> list[str]:
+  """Modules (`name.py`) and subpackages (`name/`) of `package` its `__init__` docstring does not
+  name."""
+  doc = ast.get_docstring(ast.parse((package / "__init__.py").read_text())) or ""
+  missing = []
+  for child in sorted(package.iterdir()):
+    if child.suffix == ".py" and child.name != "__init__.py":
+      entry = child.name
+    elif child.is_dir() and (child / "__init__.py").exists():
+      entry = child.name + "/"
+    else:
+      continue
+    if not re.search(rf"(?<![\w/]){re.escape(entry)}", doc):
+      missing.append(str(child.relative_to(root)))
+  return missing
+
+
+def test_every_lib_package_init_indexes_its_modules():
+  packages = [p.parent for p in (ROOT / "lib").rglob("__init__.py")
+              if "__pycache__" not in p.parts]
+  missing = [m for package in sorted(packages) for m in _unindexed(package)]
+  assert missing == []
+
+
+def test_index_check_finds_a_module_the_docstring_leaves_out(tmp_path):
+  (tmp_path / "__init__.py").write_text(
+      '"""A package.\n\n  named.py  listed\n  sub/  listed\n"""\n')
+  for name in ("named.py", "unnamed.py", "notnamed.py"):
+    (tmp_path / name).write_text("")
+  (tmp_path / "sub").mkdir()
+  (tmp_path / "sub" / "__init__.py").write_text("")
+  assert _unindexed(tmp_path, tmp_path) == ["notnamed.py", "unnamed.py"]
+

@@ -227,7 +227,7 @@ def test_library_info_logs_are_quiet_unless_verbose():
       lib = os.path.join(sysconfig.get_paths()["purelib"], "orbax", "checkpoint", "x.py")
       record = lambda path, level: logging.LogRecord("absl", level, path, 1, "m", (), None)
       print(f.filter(record(lib, logging.INFO)), f.filter(record(lib, logging.WARNING)),
-            f.filter(record(os.path.abspath("lib/sft.py"), logging.INFO)))
+            f.filter(record(os.path.abspath("lib/sft/step.py"), logging.INFO)))
   """)
   r = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
                      timeout=300, env=dict(os.environ, JAX_PLATFORMS="cpu"))
@@ -237,7 +237,7 @@ def test_library_info_logs_are_quiet_unless_verbose():
 def test_unusable_checkpoints_are_one_line_naming_start_fresh(launch, tmp_path):
   import glob
   import jax.numpy as jnp
-  from lib.checkpoint import Checkpointer
+  from lib.train.checkpoint import Checkpointer
   wd = tmp_path / "run"
   ckpt = Checkpointer(str(wd / "ckpt"))
   ckpt.save(1, {"x": jnp.zeros((3,))})

@@ -6,7 +6,7 @@
   prompts.py     system/user prompts for every role (our own wording)
   textenv.py     Task and instance lists (budgets) over the text envs of envs/ (Sokoban, MiniGrid,
                  Crafter, the six Procgen games)
-  base.py        generator-based agents on the lib.llm.agent protocol, observation windows
+  base.py        generator-based agents on the lib.hostloop.agent protocol, observation windows
   react.py       ReAct (+ assertion prompting), plan_act.py Plan-Act, self_refine.py, resample.py
   conpact_i.py   ConPAct-I: comparator-triggered discussion with the Table 18 ablation switches
   methods.py     method name -> agent (react, self_refine, resample, plan_act, assertion, conpact_i)

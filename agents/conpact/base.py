@@ -1,4 +1,5 @@
-"""Generator-based agents on the `lib.llm.agent.Agent` protocol, and what all ConPAct agents share.
+"""Generator-based agents on the `lib.hostloop.agent.Agent` protocol, and what all ConPAct agents
+share.
 
 An agent's policy is written as one generator, `episode()`, that yields `ModelRequest`s (and gets
 the reply text back from the yield) and `Act`s (after which `self.frames[-1]` is the new
@@ -16,8 +17,8 @@ from typing import Generator
 
 from agents.conpact import parse, prompts, schemas
 from agents.conpact.textenv import Task
-from lib.llm.agent import Act, ModelRequest
-from lib.llm.backend import Completion, SamplingParams
+from lib.backends.protocol import Completion, SamplingParams
+from lib.hostloop.agent import Act, ModelRequest
 
 INJECT = ("none", "actor", "planner", "both")
 

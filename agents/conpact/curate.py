@@ -33,7 +33,7 @@ from typing import Callable
 import numpy as np
 
 from agents.conpact import metrics, recipes, schemas
-from lib.tokenizer import render_chat
+from lib.models.tokenizer import render_chat
 
 
 @dataclasses.dataclass(frozen=True)
@@ -187,7 +187,8 @@ def tokenize(example: dict, tokenizer) -> tuple[list[int], list[int]]:
 
 
 def sft_batch(examples: list[dict], tokenizer, max_len: int) -> dict:
-  """lib/sft.py's batch layout (right-padded); rows longer than max_len keep their LAST tokens so
+  """lib/sft/step.py's batch layout (right-padded); rows longer than max_len keep their LAST tokens
+  so
   the target survives truncation."""
   ids = np.full((len(examples), max_len), tokenizer.pad_token_id, np.int32)
   attn = np.zeros((len(examples), max_len), np.int32)

@@ -8,11 +8,11 @@ all live episodes of all conditions). `config.split` = "source" runs source inst
 source levels, BabyAI source seeds) for ConPAct-R/S curation. Rows go to results.jsonl keyed by
 env/condition/instance/rollout/attempt (resumable; failed backend episodes are retried).
 
-Backends: `config.backend` (a lib.llm.factory config) serves every role, or `config.actor_backend`
-when non-empty serves the actor while `config.backend` serves the planner (RoleRouter). Kind
-"scripted" uses the ConPAct scripted policy with `config.scripted` noise -- SCRIPTED numbers are
-mechanics, and every table title says so. On scripted runs the comparator's precision/recall is
-computed against labels replayed from the policy (agents/conpact/labels.py).
+Backends: `config.backend` (a lib.backends.factory config) serves every role, or
+`config.actor_backend` when non-empty serves the actor while `config.backend` serves the planner
+(RoleRouter). Kind "scripted" uses the ConPAct scripted policy with `config.scripted` noise --
+SCRIPTED numbers are mechanics, and every table title says so. On scripted runs the comparator's
+precision/recall is computed against labels replayed from the policy (agents/conpact/labels.py).
 
 summary.json: one row per env x condition with every metric of agents/conpact/metrics.py and
 attribution.py (None = null where a metric had no inputs, e.g. D when no check was comparable).
@@ -31,12 +31,12 @@ from absl import logging
 from agents.conpact import (attribution, figure, labels, metrics, methods, schemas, scripted,
                             study_tables, textenv)
 from agents.conpact.routing import RoleRouter
-from lib import tb
-from lib.llm.executor_factory import make_executor
-from lib.llm.factory import make_backend
-from lib.llm.host_loop import EpisodeJob, HostLoop, final_rows
-from lib.llm.scripted import NoiseModel
-from lib.results import ResultsLog, markdown_table, write_summary
+from lib.backends.factory import make_backend
+from lib.backends.scripted import NoiseModel
+from lib.hostloop.executor_factory import make_executor
+from lib.hostloop.loop import EpisodeJob, HostLoop, final_rows
+from lib.run import tb
+from lib.run.results import ResultsLog, markdown_table, write_summary
 
 KEY = ("env", "condition", "instance", "rollout", "attempt")
 SWITCHES = ("correction_trigger", "conflict_feedback", "planner_participation")
@@ -249,4 +249,4 @@ def evaluate(config, workdir):
       f.write(f"\n## Comparator vs independently labelled contradictions ({label})\n\n")
       f.write(markdown_table(_md_rows(comparator, list(comparator[0]))))
     f.write(f"\nFigure: {png}\n")
-  return summary   # launch.py prints the summary's head and the figure paths (lib/console.py)
+  return summary   # launch.py prints the summary's head and the figure paths (lib/run/console.py)

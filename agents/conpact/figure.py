@@ -1,10 +1,10 @@
 """The ConPAct demo figure: per env, success per condition with CIs, and initial vs residual D.
 
-One row of two panels per env, drawn with `lib.plots.bar_with_ci` (CI error bars, n and the value
-above every bar, zero bars visible): (left) success rate (= avg@k, equal rollouts per instance) per
-condition with its 95% cluster-bootstrap CI, n = episodes; (right) initial D (share of comparable
-checks with a contradiction, n = comparable checks) and residual D (share of contradicted checks
-still contradicted after discussion, n = contradicted checks), for the conditions that ran
+One row of two panels per env, drawn with `lib.report.plots.bar_with_ci` (CI error bars, n and the
+value above every bar, zero bars visible): (left) success rate (= avg@k, equal rollouts per
+instance) per condition with its 95% cluster-bootstrap CI, n = episodes; (right) initial D (share of
+comparable checks with a contradiction, n = comparable checks) and residual D (share of contradicted
+checks still contradicted after discussion, n = contradicted checks), for the conditions that ran
 planner-actor checks; a condition without a comparable check has no D: its bars read "n=0".
 """
 import math
@@ -12,7 +12,7 @@ from typing import Sequence
 
 from matplotlib.figure import Figure
 
-from lib import plots
+from lib.report import plots
 
 
 def _pct(v) -> float:

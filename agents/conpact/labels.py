@@ -9,8 +9,8 @@ not through the comparator's code). Also counted: how many labelled contradictio
 from ground truth alone (exactly one role's intended value equals the true state).
 """
 from agents.conpact import schemas
-from lib.llm.backend import SamplingParams
-from lib.llm.scripted import ScriptedBackend
+from lib.backends.protocol import SamplingParams
+from lib.backends.scripted import ScriptedBackend
 
 
 def _plain(v):

@@ -26,7 +26,7 @@ import collections
 
 import numpy as np
 
-from lib import stats
+from lib.report import stats
 
 ASSERTING = ("pair", "step", "single")  # record kinds that hold an initial actor assertion
 

@@ -6,7 +6,7 @@ prompt's first line ("ROLE: planner" / "ROLE: actor", see prompts.py), groups th
 makes one call per role backend and puts the replies back in order. Usage is recorded both here
 (the whole batch) and in each role backend (its share).
 """
-from lib.llm.backend import Backend
+from lib.backends.protocol import Backend
 
 ROLES = ("planner", "actor")
 

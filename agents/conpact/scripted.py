@@ -29,7 +29,7 @@ import numpy as np
 from agents.conpact import parse, schemas, scripted_games
 from envs.sokoban import solver
 from envs.sokoban import text as sokoban_text
-from lib.llm.scripted import NoiseModel
+from lib.backends.scripted import NoiseModel
 
 _SOKO_CODES = {"#": 1, "_": 0, ".": 2, "$": 3, "*": 4, "@": 5, "+": 6}
 MOVES = ("up", "down", "left", "right")

@@ -23,8 +23,8 @@ metric without inputs, is None (null in JSON, "n/a" for D and "–" elsewhere in
 
 Paired tests of success, model vs baseline, over the (instance, rollout) episodes both hold:
   diff_pp      mean success difference in percentage points; ci95_pp its paired bootstrap 95%
-               interval resampling instances (`lib.stats.paired_bootstrap_ci`: rollouts of one
-               instance stay together, so correlated rollouts are not independent evidence)
+               interval resampling instances (`lib.report.stats.paired_bootstrap_ci`: rollouts of
+               one instance stay together, so correlated rollouts are not independent evidence)
   p_mcnemar    two-sided exact McNemar on the discordant episode pairs (rollout j of the model
                against rollout j of the baseline on the same instance; the exact test treats the
                pairs as independent -- the bootstrap interval is the cluster-aware statement)
@@ -38,8 +38,8 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from agents.conpact import attribution, metrics
-from lib import stats
-from lib.results import markdown_table
+from lib.report import stats
+from lib.run.results import markdown_table
 
 
 def model_metrics(rows: Sequence[dict], k: int, n_resamples: int = 2000, seed: int = 0) -> dict:

@@ -12,7 +12,7 @@ import numpy as np
 from agents.gencoord import capability
 from agents.gencoord.protocol import Record, Success
 from agents.gencoord.skills import value
-from lib import stats
+from lib.report import stats
 
 _FORMED = ("EXECUTION_FAILURE", "HANDOFF_FAILURE", "TERMINAL_FAILURE")
 

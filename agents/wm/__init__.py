@@ -2,7 +2,7 @@
 
   trajectory  Step/Trajectory records, expert/noisy/random policies, host-loop row conversion
   prompts     agent (list / no-list) and world-model prompts, tolerant <action> parser
-  agent       WorldModelAuditAgent on the lib.llm host-loop protocol
+  agent       WorldModelAuditAgent on the lib.backends host-loop protocol
   metrics     success, turns, action failure, TIDE loop ratio, consecutive-repeat ratio
   data        next-observation samples, seed-42 sampling, held-out transitions, MIS targets
   judge       LLM judge prompt (four rules) + verdict parser; offline rule-based judge

@@ -1,4 +1,4 @@
-"""The audit's acting agent on the `lib.llm.agent.Agent` protocol (driven by `HostLoop`).
+"""The audit's acting agent on the `lib.hostloop.agent.Agent` protocol (driven by `HostLoop`).
 
 Each step: one user message built by `agents.wm.prompts.agent_prompt` (list regime when the env
 reports admissible actions and `regime == "list"`, else no-list), one reply, one action. A reply
@@ -6,8 +6,8 @@ without a parsable action makes the agent send the env's harmless fallback actio
 "look around") tagged `parse_failure`, so the step is counted as a step without an executed
 action and the episode goes on, as in the audit's evaluator.
 """
-from lib.llm.agent import Act, ModelRequest
-from lib.llm.backend import Completion, SamplingParams
+from lib.backends.protocol import Completion, SamplingParams
+from lib.hostloop.agent import Act, ModelRequest
 
 from agents.wm.prompts import agent_prompt, parse_action, parse_think
 from agents.wm.trajectory import PARSE_FAILURE_TAG

@@ -8,8 +8,8 @@ from typing import Callable, Sequence
 import jax
 import numpy as np
 
+from agents.wm import rewards
 from agents.wm.condition_table import CONDITIONS, Condition
-from lib import rewards
 
 
 def get(name: str) -> Condition:
@@ -31,7 +31,7 @@ def make_reward_fn(condition: Condition, targets: Sequence[str], decode: Callabl
                    embedder: Callable | None, group_size: int, key: jax.Array,
                    threshold: float = 0.8, coin_p: float = 0.5) -> Callable:
   """reward_fn(tokens [B*G, N], lengths [B*G]) -> scores [B, G] for one batch of B prompts
-  whose targets are `targets` (B of them), as `lib.grpo.GRPOTrainer.iteration` takes it.
+  whose targets are `targets` (B of them), as `lib.rl.grpo.GRPOTrainer.iteration` takes it.
 
   decode(tokens_row, length) -> response text. COIN never decodes nor reads the targets: its
   scores depend on `key` only. PERM is not applied here (the trainer shuffles the scores).

@@ -18,8 +18,8 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from agents.wm.prompts import world_model_prompt
+from agents.wm.rewards import mismatched_targets
 from agents.wm.trajectory import Trajectory
-from lib.rewards import mismatched_targets
 
 
 @dataclasses.dataclass
@@ -94,7 +94,7 @@ def held_out(candidates: Sequence[WMSample], train: Sequence[WMSample], n: int |
 
 def with_mismatched_targets(samples: Sequence[WMSample], seed: int) -> list[WMSample]:
   """MIS: each sample's target becomes another sample's true next observation (a text-level
-  derangement from `lib.rewards.mismatched_targets`); inputs are unchanged."""
+  derangement from `agents.wm.rewards.mismatched_targets`); inputs are unchanged."""
   targets = mismatched_targets([s.next_obs for s in samples], seed)
   return [dataclasses.replace(s, target=t) for s, t in zip(samples, targets)]
 

@@ -1,8 +1,8 @@
 """Text embedders for the GT/MIS rewards: list of N strings -> [N, D] array.
 
   qwen     the embedding head (last-token pooling) of a local Qwen checkpoint directory, e.g.
-           Qwen3-Embedding-8B as in the audit (`lib.rewards.model_embedder`)
-  openai   an OpenAI-compatible /v1/embeddings endpoint (`lib.llm.openai_http`)
+           Qwen3-Embedding-8B as in the audit (`agents.wm.rewards.model_embedder`)
+  openai   an OpenAI-compatible /v1/embeddings endpoint (`lib.backends.openai_http`)
   lexical  hashed bag of lower-cased words: a transparent offline stand-in for CPU-scale runs,
            where no trained embedding model exists; it is named in every summary it feeds
 
@@ -14,8 +14,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from lib import config_blocks, model_setup, rewards
-from lib.llm.openai_http import OpenAIBackend
+from agents.wm import rewards
+from lib.backends.openai_http import OpenAIBackend
+from lib.models import model_setup
+from lib.run import config_blocks
 
 _WORD = re.compile(r"[a-z0-9]+")
 

@@ -7,7 +7,7 @@ A run `(env, regime, "train")` plays training levels instead (the first `seen_le
 For every condition x (env, regime) x eval level, `samples` episodes run through `HostLoop` with
 `WorldModelAuditAgent` at the configured temperature (rows keyed by condition/env/regime/level/
 sample in results.jsonl, resumable); the envs run where `config.host` puts them (inline, worker
-processes or Ray actors: lib/llm/executor_factory.py), each process reusing its envs across the
+processes or Ray actors: lib/hostloop/executor_factory.py), each process reusing its envs across the
 episodes it plays (envs/text/pool.py:PooledEnvFactory). Then, per (env, regime):
 
   pass@k for k in `ks` (unbiased), task-bootstrap 95% bands with the same draws for all conditions,
@@ -37,17 +37,17 @@ from agents.wm.agent import WorldModelAuditAgent
 from agents.wm.judge import JudgeItem, LLMJudge, RuleBasedJudge, prediction_accuracy
 from agents.wm.metrics import aggregate, episode_metrics
 from agents.wm.prompts import parse_action, parse_think
+from agents.wm.rewards import extract_next_state
 from agents.wm.scripted import ScriptedAuditModel
 from agents.wm.trajectory import from_host_loop_row
 from envs.text.pool import PooledEnvFactory, close_process_pools
 from envs.text.sources import text_env_sources
-from lib import tb
-from lib.llm.backend import SamplingParams
-from lib.llm.executor_factory import make_executor
-from lib.llm.factory import make_backend
-from lib.llm.host_loop import EpisodeJob, HostLoop, final_rows
-from lib.results import ResultsLog, markdown_table, write_summary
-from lib.rewards import extract_next_state
+from lib.backends.factory import make_backend
+from lib.backends.protocol import SamplingParams
+from lib.hostloop.executor_factory import make_executor
+from lib.hostloop.loop import EpisodeJob, HostLoop, final_rows
+from lib.run import tb
+from lib.run.results import ResultsLog, markdown_table, write_summary
 
 KEY = ("condition", "env", "regime", "level", "sample")
 _THINK_OPEN = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)

@@ -32,7 +32,7 @@ from typing import Mapping, Sequence
 from matplotlib.ticker import MaxNLocator
 
 from agents.wm import paired
-from lib import plots
+from lib.report import plots
 
 FAMILIES = {"GRPO": ("GRPO-GT", "GRPO-MIS"), "OPSD": ("OPSD-GT", "OPSD-MIS")}
 EFFECTS = ("total", "training", "knowledge", "zero-info", "pairing")

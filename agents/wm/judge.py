@@ -13,7 +13,7 @@ import dataclasses
 import re
 from typing import Sequence
 
-from lib.llm.backend import SamplingParams
+from lib.backends.protocol import SamplingParams
 
 RULE_BASED_JUDGE_NAME = "rule-based judge (offline heuristic, not the paper's LLM judge)"
 

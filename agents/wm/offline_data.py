@@ -25,8 +25,8 @@ from agents.wm.metrics import aggregate, episode_metrics
 from agents.wm.trajectory import ExpertPolicy, NoisyExpertPolicy, Trajectory, collect
 from envs.text.scienceworld_env import ScienceWorld
 from envs.text.sources import text_env_sources
-from lib import tb
-from lib.results import ResultsLog, write_summary
+from lib.run import tb
+from lib.run.results import ResultsLog, write_summary
 
 
 def _collect_all(config, workdir, log):

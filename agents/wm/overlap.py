@@ -30,7 +30,7 @@ import numpy as np
 from agents.wm import probes
 from agents.wm.paired import seed_pairs
 from agents.wm.trajectory import PARSE_FAILURE_TAG
-from lib import stats
+from lib.report import stats
 
 Point = tuple[str, str, str]          # (env, regime, prompt)
 

@@ -8,11 +8,11 @@ Inputs per (env, regime): `counts[seed][condition][task] = (n, c)` (n attempts, 
                             MIS-PERM, OPSD-GT against OPSD-MIS (those present)
   mcnemar_rows              coverage: per task solved = c > 0 in its n attempts (pass@n, the
                             audit's pass@64); two-sided exact McNemar on the discordant tasks
-                            (lib.stats.mcnemar_exact), one test per comparison and seed pair,
+                            (lib.report.stats.mcnemar_exact), one test per comparison and seed pair,
                             Holm-adjusted over the whole family (all comparisons x seed pairs)
   passk_differences         selection and coverage: per task the unbiased pass@k of a minus b,
                             averaged over seed pairs; mean over tasks with a paired bootstrap 95%
-                            interval resampling tasks (lib.stats.paired_bootstrap_ci)
+                            interval resampling tasks (lib.report.stats.paired_bootstrap_ci)
 
 Seed pairs: seed s of a against seed s of b; a condition with a single seed (e.g. an untrained
 BASE evaluated once) is paired with every seed of the other. Tasks are those both sides hold.
@@ -21,7 +21,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from lib import stats
+from lib.report import stats
 
 Counts = Mapping[object, Mapping[str, Mapping[str, tuple[int, int]]]]
 CONTROLS = (("GRPO-GT", "GRPO-MIS"), ("GRPO-GT", "GRPO-COIN"), ("GRPO-GT", "GT-PERM"),

@@ -10,14 +10,14 @@ successes). All conditions must hold the same tasks, since curves, bands and tes
   tests = coverage_tests(counts)
       per task solved = solved at least once in its n attempts (pass@n, the audit's pass@64 with
       n = 64); pairwise two-sided exact McNemar on solved/unsolved, Holm-adjusted
-  plot_pass_at_k(curves, bands, path, n_tasks=T)       PNG (lib/plots.py): log2 k axis, shaded
-      bands, n tasks in the legend
+  plot_pass_at_k(curves, bands, path, n_tasks=T)       PNG (lib/report/plots.py): log2 k axis,
+      shaded bands, n tasks in the legend
 """
 import itertools
 from typing import Mapping, Sequence
 
 import numpy as np
-from lib import plots, stats
+from lib.report import plots, stats
 
 DEFAULT_KS = (1, 2, 4, 8, 16, 32, 64)
 Counts = Mapping[str, Mapping[str, tuple[int, int]]]

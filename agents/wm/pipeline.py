@@ -1,6 +1,6 @@
 """Stages shared by the world-model audit's CPU pipelines (experiments/wm/demo.py, study.py).
 
-  stages = Stages(workdir)                       # lib/stages.py: status, wall + CPU seconds
+  stages = Stages(workdir)                       # lib/run/stages.py: status, wall + CPU seconds
   base_hf = stages.run("sft", lambda: warm_start(config, workdir, data_dir, seed), rerun=True)
   points = decision_points(config, workdir, games_dir)
   rows, n = probes(config, workdir, games_dir, hf_dirs)
@@ -19,10 +19,11 @@ import numpy as np
 from absl import logging
 
 from agents.wm import data, embedders, policy, probes_model, warmstart
+from agents.wm.rewards import mismatched_targets
 from agents.wm.trajectory import ExpertPolicy, Trajectory
 from envs.text.sources import text_env_sources
-from lib import config_blocks, model_setup, tokenizer as tokenizer_lib
-from lib.rewards import mismatched_targets
+from lib.models import model_setup, tokenizer as tokenizer_lib
+from lib.run import config_blocks
 
 
 def _fits(tok, s: data.WMSample, t) -> bool:

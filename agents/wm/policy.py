@@ -1,12 +1,12 @@
 """The trained policy's text side: the model of the `model` block with its tokenizer
-(lib/model_setup.py), chat prompts rendered to token ids, padded batches, decoded responses, the
-<next_state> span, export.
+(lib/models/model_setup.py), chat prompts rendered to token ids, padded batches, decoded responses,
+the <next_state> span, export.
 
     model, tok = load_policy(config.model, seed, workdir, corpus)
     ids = encode_chat(tok, messages)                    # chat template + generation prompt
     batch_ids, batch_mask = pad_left([ids, ...], tok.pad_token_id)   # power-of-two length
     mask = next_state_span(tok, tokens, lengths)        # OPSD loss span
-    export(model, params, tok, path)                    # HF dir for lib.llm FlaxBackend / vLLM
+    export(model, params, tok, path)                    # HF dir for lib.backends FlaxBackend / vLLM
 """
 import os
 from typing import Any, Sequence
@@ -14,13 +14,15 @@ from typing import Any, Sequence
 import numpy as np
 from flax import nnx
 
-from lib import model_setup, models, sampling, tokenizer as tokenizer_lib
+from lib import models
+from lib.generate import sampling
+from lib.models import model_setup, tokenizer as tokenizer_lib
 
 OPEN, CLOSE = "<next_state>", "</next_state>"
 
 
 def load_policy(c: Any, seed: int, workdir: str, corpus: Sequence[str]):
-  """The policy of `model` block `c` (lib/model_setup.py) with its tokenizer.
+  """The policy of `model` block `c` (lib/models/model_setup.py) with its tokenizer.
 
   Args:
     c: the `model` block. With c.checkpoint: a local HF dir (weights + tokenizer.json). Empty:

@@ -24,8 +24,9 @@ import numpy as np
 
 from agents.wm import data, policy, probes
 from agents.wm.prompts import agent_prompt, parse_action, parse_think
-from lib import sampling
-from lib.train_state import nnx_apply_fn, token_logprobs
+from lib.generate import sampling
+from lib.models.logprobs import token_logprobs
+from lib.train.state import nnx_apply_fn
 
 THINK_SKIPPED = "<think></think>\n<action>"
 

@@ -1,6 +1,6 @@
 """A CPU stand-in for the audit's models: mechanics checks of the evaluation, not a model result.
 
-`ScriptedAuditModel` is the policy of a `lib.llm.scripted.ScriptedBackend` (backend kind
+`ScriptedAuditModel` is the policy of a `lib.backends.scripted.ScriptedBackend` (backend kind
 "scripted" in experiments/wm/eval.py). It reads the prompts of `agents.wm.prompts`: an agent
 prompt gets a random listed action (list regime) or a random generic action (no-list regime), with
 probability `p_garble` a reply without an <action>; a world-model prompt gets "no change" (the

@@ -37,8 +37,8 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from agents.wm import gains, overlap, paired, passk, termination, traces
-from lib import plots
-from lib.results import markdown_table, strict_json
+from lib.report import plots
+from lib.run.results import markdown_table, strict_json
 
 NOTE_ANNOTATOR = ("Annotators: the rule-based annotator is an offline heuristic (keyword and "
                   "action-mention rules), not the paper's LLM annotation; 'LLM judge (...)' rows "

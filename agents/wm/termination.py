@@ -1,11 +1,11 @@
 """How evaluation episodes end (the audit's Table 5, from the rows `experiments/wm/eval.py` writes).
 
-Each episode row of `lib.llm.host_loop` carries a `status` and a transcript; the termination type
+Each episode row of `lib.hostloop.loop` carries a `status` and a transcript; the termination type
 is read from them, first match wins:
 
   env error            the last step's info has `env_error` (the simulator died / hung / raised),
                        or `status == "env_error"` (its worker process hung or died,
-                       lib/llm/env_executor.py): says nothing about the agent
+                       lib/hostloop/executors.py): says nothing about the agent
   backend error        `status == "backend_error"` (a model call failed after its retries)
   agent error          `status == "agent_error"` (the agent raised: a bug)
   success              `status == "success"` (the env reported the task solved)
@@ -27,7 +27,7 @@ from typing import Mapping, Sequence
 
 from agents.wm.metrics import loop_mask
 from agents.wm.trajectory import PARSE_FAILURE_TAG
-from lib import plots, stats
+from lib.report import plots, stats
 
 TYPES = ("success", "env ended, unsolved", "step limit", "step limit: looping",
          "step limit: invalid format", "env error", "backend error", "agent error")

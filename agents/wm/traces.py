@@ -44,7 +44,7 @@ import numpy as np
 
 from agents.wm.prompts import ACTION_FORMS, parse_think
 from agents.wm.trajectory import PARSE_FAILURE_TAG
-from lib.llm.backend import SamplingParams
+from lib.backends.protocol import SamplingParams
 
 RULE_BASED_ANNOTATOR_NAME = "rule-based annotator (offline heuristic, not the paper's LLM judge)"
 

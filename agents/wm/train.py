@@ -5,11 +5,11 @@ builds the same world-model prompts, drops the same over-long inputs (Table 6: i
 length limit are removed before training), visits them in the same seeded order with the same
 optimizer and sampling settings; only the reward or supervision source differs:
 
-  GRPO-*  lib/grpo.py: 8 responses per prompt, reward from the condition (embedding similarity of
+  GRPO-*  lib/rl/grpo.py: 8 responses per prompt, reward from the condition (embedding similarity of
           the <next_state> prediction to the GT or MIS target, or a coin), *-PERM shuffles scores
           within each group, k3 KL to the initial model, entropy bonus, dual clip.
-  OPSD-*  lib/opsd.py: one response per prompt, the frozen initial model as teacher sees the GT or
-          MIS next observation; generalized JSD on the student's <next_state> span.
+  OPSD-*  lib/rl/opsd.py: one response per prompt, the frozen initial model as teacher sees the
+          GT or MIS next observation; generalized JSD on the student's <next_state> span.
   BASE    no updates; the initial model is exported so evaluation treats it like the others.
 
 Outputs: TensorBoard scalars, checkpoints in <workdir>/ckpt (resumable: data order and keys depend
@@ -25,11 +25,14 @@ import numpy as np
 from absl import logging
 
 from agents.wm import conditions, data, embedders, policy
-from lib import grpo, opsd, optim, tb, train_loop
-from lib.progress import progress, show_step
-from lib.results import write_summary
-from lib.rewards import extract_next_state
-from lib.train_state import nnx_apply_fn
+from agents.wm.rewards import extract_next_state
+from lib.parallel import sharding
+from lib.rl import grpo, opsd
+from lib.run import tb
+from lib.run.progress import progress, show_step
+from lib.run.results import write_summary
+from lib.train import optim, setup as train_loop
+from lib.train.state import nnx_apply_fn
 
 
 def load_samples(c) -> list[data.WMSample]:
@@ -119,7 +122,7 @@ def train_condition(config, workdir):
   tx = make_tx(config, steps)
   dtype = None if config.model.dtype == "float32" else jnp.dtype(config.model.dtype)
   apply_fn, params = nnx_apply_fn(model, compute_dtype=dtype)
-  mesh = train_loop.make_mesh(config)   # config.mesh: FSDP shards of the state, the batch split
+  mesh = sharding.mesh_from_config(config)   # FSDP shards of the state, the batch split
   state, state_sh = train_loop.create_state(params, tx, mesh)
   initial = jax.tree.map(jnp.copy, state.params)   # GRPO reference / OPSD teacher (same shards)
   ckpt, state, start, meta = train_loop.resume(workdir, state,

@@ -7,7 +7,7 @@ whose model reply held no parsable action (the env then received the agent's fal
 
 Sources:
   collect(env, policy, seed)         scripted or expert policies, offline
-  from_host_loop_row(row)            an episode the LLM host loop (`lib.llm.host_loop`) recorded
+  from_host_loop_row(row)            an episode the LLM host loop (`lib.hostloop.loop`) recorded
 """
 import dataclasses
 from typing import Callable, Protocol
@@ -157,7 +157,7 @@ def collect(env, policy: Policy, seed: int, max_steps: int | None = None) -> Tra
 
 
 def from_host_loop_row(row: dict, env: str = "") -> Trajectory:
-  """Rebuilds a Trajectory from a `lib.llm.host_loop` results row (its transcript).
+  """Rebuilds a Trajectory from a `lib.hostloop.loop` results row (its transcript).
 
   Actions the agent tagged `parse_failure` (fallbacks after an unparsable reply) get
   `action=None`; the env's `action_failed`/`env_error`/`score`/`task` come from the step infos.

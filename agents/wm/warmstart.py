@@ -13,7 +13,7 @@ reply can close its tag. `rollout_check` then samples GRPO groups from the warm-
 the trainer's own sampler and reward and reports what GRPO would see: the fraction of well-formed
 replies, the GT reward mean/std and the fraction of groups whose rewards differ (non-zero
 advantage). A degenerate warm start (reward all 0 or all 1) shows up there before training.
-The SFT itself is the one loop, `lib.sft_loop.train`, on length-grouped batches.
+The SFT itself is the one loop, `lib.sft.loop.train`, on length-grouped batches.
 
     rows = sft_rows(samples, trajs, history_window)
     kept = [s for s in samples if fits(tok, s, max_output_tokens)]
@@ -27,10 +27,13 @@ import numpy as np
 
 from agents.wm import conditions, data, policy
 from agents.wm.prompts import agent_prompt
+from agents.wm.rewards import extract_next_state
 from agents.wm.trajectory import Trajectory
-from lib import grpo, optim, sft_batches, sft_loop, tokenizer as tokenizer_lib
-from lib.rewards import extract_next_state
-from lib.train_state import TrainState, nnx_apply_fn
+from lib.models import tokenizer as tokenizer_lib
+from lib.rl import grpo
+from lib.sft import batches as sft_batches, loop as sft_loop
+from lib.train import optim
+from lib.train.state import TrainState, nnx_apply_fn
 
 
 def world_model_reply(s: data.WMSample) -> str:
@@ -99,17 +102,17 @@ def sft_steps(c: Any, n_rows: int) -> int:
 
 
 def sft(model, encoded, c: Any, optim_c: Any, seed: int, workdir: str) -> tuple[Any, list]:
-  """SFT on `encoded` rows through the one SFT loop (`lib.sft_loop.train`): batches drawn with
-  replacement from one length bucket at a time (`lib.sft_batches.length_grouped_batches`, seeded
+  """SFT on `encoded` rows through the one SFT loop (`lib.sft.loop.train`): batches drawn with
+  replacement from one length bucket at a time (`lib.sft.batches.length_grouped_batches`, seeded
   by (seed, step), `bucket`-token buckets), left-padded so every target lies in the last
   `target_window` columns and the output head runs on that window only (the same loss and
-  gradient as the full head, `lib.sft.make_sft_step`); resumable from <workdir>/sft_ckpt.
+  gradient as the full head, `lib.sft.step.make_sft_step`); resumable from <workdir>/sft_ckpt.
 
   Args:
     model: the policy (its params are the starting point; the caller exports the result).
     encoded: (prompt ids, target ids + EOS) rows from `encode_rows`.
     c: the `sft` block (steps or epochs, batch, bucket, log_every, ckpt_every).
-    optim_c: the optimizer block (`lib.optim.from_config`).
+    optim_c: the optimizer block (`lib.train.optim.from_config`).
     seed: data seed.
     workdir: run directory.
   Returns:

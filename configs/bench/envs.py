@@ -15,7 +15,7 @@ def get_config(arg=None):
   c.seed = 0
   c.batch = 32 if arg.debug else arg.batch
   c.steps = 10 if arg.debug else arg.steps
-  c.rounds = 2 if arg.debug else arg.rounds   # interleaved timed rounds (lib/bench_rounds.py)
+  c.rounds = 2 if arg.debug else arg.rounds   # interleaved timed rounds (lib/bench/rounds.py)
   c.sections = ("sokoban", "minigrid")       # a tuple, so --config.sections="('sokoban',)" works
   c.sokoban = dict(num_levels=16 if arg.debug else 256, max_steps=120)
   # the MiniGrid section reads its own options from here (see experiments/bench/minigrid.py)

@@ -18,7 +18,7 @@ def get_config(arg=None):
   c = ml_collections.ConfigDict()
   c.experiment = "bench/host_executors"
   c.seed = 0
-  c.rounds = 2 if d else arg.rounds   # interleaved timed rounds (lib/bench_rounds.py)
+  c.rounds = 2 if d else arg.rounds   # interleaved timed rounds (lib/bench/rounds.py)
   # A tuple, so --config.sections="('latency',)" works; debug: no ScienceWorld (a JVM per worker).
   c.sections = ("latency", "textworld") if d else ("latency", "textworld", "scienceworld")
   # The executors of a section, "inline" or "<kind>:<workers>", run in this order in every round;
@@ -26,7 +26,7 @@ def get_config(arg=None):
   # local one, "auto" / "ray://head:10001" joins a cluster.
   c.ray_address = ""
   # The fixed scripted backend: the same replies on every executor (agents/wm/scripted.py for the
-  # text games, lib/llm/latency_env.py:EchoPolicy for the latency env).
+  # text games, envs/toy/latency_env.py:EchoPolicy for the latency env).
   c.backend = dict(kind="scripted", seed=0, p_garble=0.1)
   # Sleep-latency env: no CPU, so workers scale past the core count. Ray actors reserve almost no
   # CPU (they sleep), so 32 of them fit a 2-core machine.

@@ -13,7 +13,7 @@ python launch.py --config=configs/bench/host_loop.py --workdir=runs/hlb_http \
 import ml_collections
 
 from configs import common
-from lib.config_blocks import backends_config, host_block
+from lib.run.config_blocks import backends_config, host_block
 
 
 def get_config(arg=None):
@@ -22,7 +22,7 @@ def get_config(arg=None):
   c.experiment = "bench/host_loop"
   c.seed = 0
   c.episodes = 8 if arg.debug else arg.episodes
-  c.rounds = 2 if arg.debug else arg.rounds   # interleaved timed rounds (lib/bench_rounds.py)
+  c.rounds = 2 if arg.debug else arg.rounds   # interleaved timed rounds (lib/bench/rounds.py)
   c.env_n = 64
   c.action_budget = 4
   c.call_budget = 4

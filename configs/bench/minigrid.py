@@ -16,7 +16,7 @@ def get_config(arg=None):
   c.seed = 0
   c.batch = 32 if arg.debug else arg.batch
   c.steps = 10 if arg.debug else arg.steps
-  c.rounds = 2 if arg.debug else arg.rounds   # interleaved timed rounds (lib/bench_rounds.py)
+  c.rounds = 2 if arg.debug else arg.rounds   # interleaved timed rounds (lib/bench/rounds.py)
   c.minigrid = dict(debug=arg.debug, peers=arg.peers, farama_steps=300 if arg.debug else 3000,
                     tasks=["BabyAI-GoToRedBall-v0", "BabyAI-GoToDoor-v0"] if arg.debug else [
                         "BabyAI-GoToRedBall-v0", "BabyAI-GoToObj-v0", "BabyAI-GoToLocal-v0",

@@ -1,4 +1,5 @@
-"""Benchmark: SFT and GRPO update throughput of lib/sft.py and lib/grpo.py vs PyTorch/transformers.
+"""Benchmark: SFT and GRPO update throughput of lib/sft/step.py and lib/rl/grpo.py vs
+PyTorch/transformers.
 
 python launch.py --config=configs/bench/train.py --workdir=runs/bench_train
 python launch.py --config=configs/bench/train.py:debug=True --workdir=runs/bench_train_debug
@@ -16,7 +17,7 @@ def get_config(arg=None):
   c.bench = dict(preset="qwen3-tiny" if arg.debug else "qwen3-20m", batch=4,
                  seq_len=32 if arg.debug else 128, response_len=16 if arg.debug else 64,
                  lr=1e-5, weight_decay=0.01,
-                 rounds=2 if arg.debug else 5,  # interleaved jax/torch rounds (lib/bench_rounds.py)
+                 rounds=2 if arg.debug else 5,  # interleaved jax/torch rounds (lib/bench/rounds.py)
                  reps=2)                        # updates per side per round
   # lib/roofline.probe: numpy STREAM arrays (MiB each, 0 = auto: 4x L3, >= 256 MiB), jitted
   # float32 matmul size, best-of repetitions; debug runs probe small sizes (an L3 figure, labelled).

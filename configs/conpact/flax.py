@@ -1,9 +1,9 @@
 """ConPAct CPU demonstration 2 -- a tiny Flax model end to end through the same host loop.
 
-The default model is the embedded qwen3-tiny preset with RANDOM weights and a tokenizer trained
-here (lib/llm/flax_backend.py): it exercises batching, prompting, parsing, fallbacks, comparator
-checks and metrics on CPU; its success numbers mean nothing about ConPAct. Point `checkpoint` at
-an HF-format directory (e.g. an SFT export) to evaluate a real local model.
+The default model is the embedded qwen3-tiny preset with RANDOM weights and a tokenizer trained here
+(lib/backends/flax_backend.py): it exercises batching, prompting, parsing, fallbacks, comparator
+checks and metrics on CPU; its success numbers mean nothing about ConPAct. Point `checkpoint` at an
+HF-format directory (e.g. an SFT export) to evaluate a real local model.
 
 python launch.py --config=configs/conpact/flax.py --workdir=runs/conpact_flax
 python launch.py --config=configs/conpact/flax.py:checkpoint=runs/sft/export,budget=0 --workdir=runs/cf
@@ -12,7 +12,7 @@ import ml_collections
 
 from configs import common
 from configs.conpact.scripted import conditions
-from lib.config_blocks import backend_config, host_block
+from lib.run.config_blocks import backend_config, host_block
 
 
 def get_config(arg=None):

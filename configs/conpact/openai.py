@@ -15,7 +15,7 @@ import ml_collections
 
 from configs import common
 from configs.conpact.scripted import conditions
-from lib.config_blocks import backend_config, host_block
+from lib.run.config_blocks import backend_config, host_block
 
 
 def get_config(arg=None):

@@ -12,7 +12,7 @@ python launch.py --config=configs/conpact/probe.py:study=runs/cp_arms/R0,debug=T
 import ml_collections
 
 from configs import common
-from lib.config_blocks import backend_config
+from lib.run.config_blocks import backend_config
 
 
 def get_config(arg=None):

@@ -22,7 +22,7 @@ python launch.py --config=configs/conpact/scripted.py:instances=6,mg_per_task=2 
 import ml_collections
 
 from configs import common
-from lib.config_blocks import backend_config, host_block
+from lib.run.config_blocks import backend_config, host_block
 
 ENVS = ("sokoban", "minigrid", "procgen", "crafter")
 PROCGEN_GAMES = ("bigfish", "chaser", "coinrun", "jumper", "maze", "miner")  # paper Table 5

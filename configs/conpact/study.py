@@ -29,7 +29,7 @@ from agents.conpact import demonstration_spec
 from configs import common
 from configs.conpact import scripted as scripted_config
 from configs.conpact import train as train_config
-from lib.config_blocks import backend_config, host_block, model_block, plan_block
+from lib.run.config_blocks import backend_config, host_block, model_block, plan_block
 
 # Misperception rate of the demonstrators (per row; planner and actor draw independently). Fixed
 # a priori at the scripted demo's perception noise (configs/conpact/scripted.py), never tuned on

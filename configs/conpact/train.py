@@ -34,7 +34,7 @@ python launch.py --config=configs/conpact/train.py:scale=paper --workdir=runs/cp
 import ml_collections
 
 from configs import common, paper_scale
-from lib.config_blocks import model_block, plan_block
+from lib.run.config_blocks import model_block, plan_block
 
 RECIPES = ("conpact_s", "conpact_r", "baseline")
 

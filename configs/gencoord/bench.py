@@ -15,7 +15,7 @@ def get_config(arg=None):
   c.suite = "intervention"
   c.backend = "rule_minimal_request"
   c.condition = "true"
-  c.rounds = 2 if arg.debug else 5   # interleaved optimized/baseline rounds (lib/bench_rounds.py)
+  c.rounds = 2 if arg.debug else 5   # interleaved optimized/baseline rounds (lib/bench/rounds.py)
   c.passes = 1 if arg.debug else 3   # passes over the suite per side per round
   c.goal = 2000
   return c

@@ -5,7 +5,7 @@ Not a launchable config itself: configs/quickstart.py and configs/gencoord/learn
 """
 import ml_collections
 
-from lib.config_blocks import model_block, plan_block
+from lib.run.config_blocks import model_block, plan_block
 
 
 def base(arg) -> ml_collections.ConfigDict:

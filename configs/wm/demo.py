@@ -11,7 +11,7 @@ from configs import common
 from configs.wm import data as wm_data_config
 from configs.wm import eval as wm_eval_config
 from configs.wm import train as wm_train_config
-from lib.config_blocks import model_block, plan_block
+from lib.run.config_blocks import model_block, plan_block
 
 
 def get_config(arg=None):

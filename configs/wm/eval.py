@@ -15,7 +15,7 @@ import ml_collections
 from agents.wm.condition_table import CONDITIONS
 from configs import common
 from configs.wm import data as wm_data
-from lib.config_blocks import backend_config, host_block
+from lib.run.config_blocks import backend_config, host_block
 
 
 def get_config(arg=None):
@@ -32,7 +32,7 @@ def get_config(arg=None):
   c.ks = [1, 2, 4, 8, 16, 32, 64]
   c.n_resamples = 1000 if arg.debug else 10_000
   c.max_live = 2 if arg.debug else 64   # a ScienceWorld episode in flight holds one JVM
-  # where the envs run: executor inline | processes | ray (lib/config_blocks.py); each worker
+  # where the envs run: executor inline | processes | ray (lib/run/config_blocks.py); each worker
   # keeps its own envs (one JVM per ScienceWorld worker) across the episodes it plays
   c.host = host_block()
   # (env, regime) pairs; ScienceWorld has no admissible list in the audit, so no-list only.

@@ -20,7 +20,7 @@ import ml_collections
 
 from agents.wm.condition_table import CONDITIONS
 from configs import common
-from lib.config_blocks import model_block, plan_block
+from lib.run.config_blocks import model_block, plan_block
 
 # Table 6: max input length 1,536 (ALFWorld) / 2,560 (ScienceWorld) tokens, output 512.
 MAX_INPUT = {"alfworld": 1536, "scienceworld": 2560, "textworld": 1536, "": 2560}

@@ -1,11 +1,11 @@
 """Reuses expensive host-loop envs across episodes (a ScienceWorld env owns a JVM that takes
-~10 s to start), for loops such as `lib.llm.host_loop.HostLoop` that ask for a fresh env per
+~10 s to start), for loops such as `lib.hostloop.loop.HostLoop` that ask for a fresh env per
 episode: `pool.lease()` hands out an idle env (building one only when none is idle) behind a thin
 lease that returns the env to the pool when its episode terminates or truncates. An episode
 abandoned mid-way (a failed model call) keeps its env out of the pool, so no two episodes ever
 share a simulator.
 
-A pool object lives in one process. The host loop's worker executors (lib/llm/env_executor.py)
+A pool object lives in one process. The host loop's worker executors (lib/hostloop/executors.py)
 ship each episode's `make_env` to a worker process or Ray actor, so a pool passed as `make_env`
 would be copied per episode there (a fresh JVM per episode). `PooledEnvFactory(key, factory)` is
 the `make_env` that travels instead: small and picklable, it leases from the pool named `key` in

@@ -1,7 +1,7 @@
 """Environment throughput benchmark: steps/s of batched random-action rollouts with auto-reset.
 
 Every row is measured in this run on this machine: a jitted `lax.scan` of `steps` random actions
-over `batch` envs, compiled first, then `rounds` interleaved rounds (`lib.bench_rounds`: every row
+over `batch` envs, compiled first, then `rounds` interleaved rounds (`lib.bench.rounds`: every row
 once per round, after one warm-up call each). `steps_per_s` is the median over rounds (min-max
 beside it); `ratio` is that median over the median of the row named in its `baseline` field
 (measured in the same run), with its range over the per-round ratios. The summary records the
@@ -31,9 +31,9 @@ from absl import logging
 from envs.sokoban import env as sk
 from envs.sokoban import generator, jumanji_peer
 from envs.wrappers import VmapAutoReset
-from lib import tb
-from lib.bench_rounds import Rounds
-from lib.results import write_summary
+from lib.bench.rounds import Rounds
+from lib.run import tb
+from lib.run.results import write_summary
 
 # (section name, module, function) — each function maps (config, timer) -> list of row dicts
 SECTIONS = [

@@ -1,7 +1,7 @@
 """Benchmark: episodes/s of the host loop under each env executor, against `inline` in the same run.
 
 Sections (configs/bench/host_executors.py): `latency`, an env that only sleeps per step
-(lib/llm/latency_env.py: no CPU, so workers can scale past the core count), and the text games
+(envs/toy/latency_env.py: no CPU, so workers can scale past the core count), and the text games
 `textworld` / `scienceworld` as the world-model audit plays them (its agent, its scripted stand-in
 model). Every section plays the same episodes under each of its executors ("inline",
 "processes:N", "ray:N") with the same fixed scripted backend, so the rows must agree (timings
@@ -11,7 +11,7 @@ Each executor of a section is built once and kept across its rounds (HostLoop.ru
 the rounds time steady-state episodes, not worker start-up, and a worker reuses its text-game env
 across the episodes it serves (envs/text/pool.py:PooledEnvFactory), as in the audit's evaluation.
 One untimed run per executor first (the warm-up: it spawns the workers and builds their envs; its
-seconds are reported as `warmup_s`), then `rounds` interleaved timed rounds (lib/bench_rounds.py:
+seconds are reported as `warmup_s`), then `rounds` interleaved timed rounds (lib/bench/rounds.py:
 inline, processes:1, ..., inline, ...; every call plays the episodes into a fresh results file).
 
 Reported per (env, executor, workers): the median episodes/s with its min-max over rounds, env
@@ -34,17 +34,17 @@ from agents.wm.agent import WorldModelAuditAgent
 from agents.wm.scripted import ScriptedAuditModel
 from envs.text.pool import PooledEnvFactory, close_process_pools
 from envs.text.sources import text_env_sources
-from lib import tb
-from lib.bench_rounds import Rounds
-from lib.config_blocks import host_block
-from lib.llm.backend import SamplingParams
-from lib.llm.executor_factory import make_executor
-from lib.llm.factory import make_backend
-from lib.llm.guess_env import parse_guess
-from lib.llm.host_loop import EpisodeJob, HostLoop
-from lib.llm.latency_env import EchoPolicy, LatencyEnv
-from lib.llm.prompt_agent import PromptAgent
-from lib.results import ResultsLog, write_summary
+from envs.toy.guess_env import parse_guess
+from envs.toy.latency_env import EchoPolicy, LatencyEnv
+from lib.backends.factory import make_backend
+from lib.backends.protocol import SamplingParams
+from lib.bench.rounds import Rounds
+from lib.hostloop.executor_factory import make_executor
+from lib.hostloop.loop import EpisodeJob, HostLoop
+from lib.hostloop.prompt_agent import PromptAgent
+from lib.run import tb
+from lib.run.config_blocks import host_block
+from lib.run.results import ResultsLog, write_summary
 
 SECTIONS = ("latency", "textworld", "scienceworld")
 KEY = ("level", "sample")
@@ -57,7 +57,7 @@ class KeptOpenExecutor:
   section (HostLoop.run closes the executor it made); `close_for_real` ends it.
 
   Args:
-    executor: a built env executor (lib/llm/env_executor.py).
+    executor: a built env executor (lib/hostloop/executors.py).
   """
 
   def __init__(self, executor):
@@ -140,7 +140,7 @@ def _ray_cpus_per_actor(config, section_executors, wanted: float) -> float:
   """The CPUs each Ray actor of a section reserves: `wanted`, lowered so that every actor of
   the section fits the Ray cluster at once (the sides' actors stay up between their turns; an
   actor that cannot be placed would wait forever). A reservation is bookkeeping, not pinning."""
-  from lib.llm import ray_executor  # pylint: disable=g-import-not-at-top  (optional: ray)
+  from lib.hostloop import ray_executor  # pylint: disable=g-import-not-at-top  (optional: ray)
   ray_executor.start_ray(config.ray_address)
   actors = sum(n for kind, n in map(parse_executor, section_executors) if kind == "ray")
   cpus = float(ray_executor.ray.cluster_resources().get("CPU", 1.0))

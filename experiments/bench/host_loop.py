@@ -5,26 +5,26 @@ random model by default -- it guesses badly, so every episode uses its whole bud
 do identical work). Baseline: `max_live=1`, i.e. one model call per request, the way a per-episode
 agent loop would call a model. Batched: every live episode's request in one sampler call per step.
 Both modes run once untimed first (XLA compiles), then `rounds` interleaved timed rounds
-(`lib.bench_rounds`: sequential, batched, sequential, ...; every round plays the same episodes into
+(`lib.bench.rounds`: sequential, batched, sequential, ...; every round plays the same episodes into
 a fresh results file); greedy decoding makes their transcripts identical, which the run checks.
 Prints the median episodes/s of both with its min-max and the speed-up ratio with its range over
 rounds; the summary records the load, CPU and threads, and has no headline ratio when the run was
 noisy (load above one per core). The envs run where `config.host` puts them (inline by default;
-worker processes or Ray actors: lib/llm/executor_factory.py), in both modes alike.
+worker processes or Ray actors: lib/hostloop/executor_factory.py), in both modes alike.
 """
 import itertools
 
 from absl import logging
 
-from lib import tb
-from lib.bench_rounds import Rounds
-from lib.llm import factory
-from lib.llm.backend import SamplingParams
-from lib.llm.executor_factory import make_executor
-from lib.llm.guess_env import GuessEnv, parse_guess
-from lib.llm.host_loop import EpisodeJob, HostLoop
-from lib.llm.prompt_agent import PromptAgent
-from lib.results import ResultsLog, write_summary
+from envs.toy.guess_env import GuessEnv, parse_guess
+from lib.backends import factory
+from lib.backends.protocol import SamplingParams
+from lib.bench.rounds import Rounds
+from lib.hostloop.executor_factory import make_executor
+from lib.hostloop.loop import EpisodeJob, HostLoop
+from lib.hostloop.prompt_agent import PromptAgent
+from lib.run import tb
+from lib.run.results import ResultsLog, write_summary
 
 
 def _specs(n: int, offset: int, params: SamplingParams, env_n: int):

@@ -17,7 +17,7 @@ Every row is measured in this run on this machine (steps/s = env transitions per
   (our BabyAI-GoToDoor is 3x3 rooms on a 19x19 grid), xminigrid's BlockedUnlockPickUp is the
   same 11x6 two-room level as BabyAI's. A peer that fails to import or run is reported with its
   error, never dropped.
-Timing (`lib.bench_rounds`): after a compile, `rounds` interleaved rounds (every row once per
+Timing (`lib.bench.rounds`): after a compile, `rounds` interleaved rounds (every row once per
 round, one warm-up call each); steps/s is the median over rounds with its min-max. `ratio` divides
 by the median of the `baseline` row (Farama on the same or comparable task), `ratio_vs_peer` our row
 by the comparable JAX peer's row, each with its range over rounds. The summary records the load,
@@ -29,9 +29,9 @@ from absl import logging
 
 from envs import registry
 from envs.wrappers import VmapAutoReset
-from lib import tb
-from lib.bench_rounds import Rounds
-from lib.results import write_summary
+from lib.bench.rounds import Rounds
+from lib.run import tb
+from lib.run.results import write_summary
 
 TASKS = ("BabyAI-GoToRedBall-v0", "BabyAI-GoToObj-v0", "BabyAI-GoToLocal-v0", "BabyAI-GoTo-v0",
          "BabyAI-GoToDoor-v0", "BabyAI-BlockedUnlockPickup-v0")

@@ -1,16 +1,19 @@
-"""Decode throughput of `lib.sampling.generate` against transformers `generate()` on this CPU.
+"""Decode throughput of `lib.generate.sampling.generate` against transformers `generate()` on this
+CPU.
 
 Both sides hold the same random weights: transformers builds the model from our preset's config,
 writes a checkpoint, and we load it with `load_pretrained`. The timing loop (greedy, no EOS,
 median of interleaved rounds, compile and warm-up excluded, load recorded, greedy agreement, the
 bytes each decode step reads and our share of the memory bandwidth probed in the same run) is
-`lib.decode_throughput.compare_generation`, shared with experiments/bench/qwen3_5.py.
+`lib.bench.decode_throughput.compare_generation`, shared with experiments/bench/qwen3_5.py.
 """
 import torch
 import transformers
 
-from lib import config_blocks, model_setup, models
-from lib.decode_throughput import compare_generation
+from lib import models
+from lib.bench.decode_throughput import compare_generation
+from lib.models import model_setup
+from lib.run import config_blocks
 
 
 def _hf_model(config: models.QwenConfig, seed: int, init_std: float):

@@ -1,10 +1,10 @@
 """Latency and throughput of `experiments/serve.py`'s server: sequential vs concurrent clients.
 
-One in-process server (`lib.llm.server.OpenAIServer`, 127.0.0.1, random weights of
+One in-process server (`lib.serve.OpenAIServer`, 127.0.0.1, random weights of
 `config.preset`) answers the same `config.requests` chat requests twice through the HTTP client
-(`lib.llm.openai_http`): one at a time, then from `config.concurrency` concurrent clients whose
+(`lib.backends.openai_http`): one at a time, then from `config.concurrency` concurrent clients whose
 requests the server gathers into shared sampler batches. Each mode runs once untimed first, so
-compiling is excluded; then `config.rounds` interleaved rounds (`lib.bench_rounds`: sequential,
+compiling is excluded; then `config.rounds` interleaved rounds (`lib.bench.rounds`: sequential,
 batched, sequential, ...). Reported per mode: median wall time, requests/s (with min-max),
 completion tokens/s (completion tokens only, both modes), per-request latency p50/p95 over every
 timed round; the summary records the load, CPU and threads, and has no headline ratio when the run
@@ -14,12 +14,12 @@ import os
 
 import numpy as np
 
-from lib.bench_rounds import Rounds
-from lib.llm.backend import SamplingParams
-from lib.llm.flax_backend import FlaxBackend
-from lib.llm.openai_http import OpenAIBackend
-from lib.llm.server import OpenAIServer, ServerLimits
-from lib.results import write_summary
+from lib.backends.flax_backend import FlaxBackend
+from lib.backends.openai_http import OpenAIBackend
+from lib.backends.protocol import SamplingParams
+from lib.bench.rounds import Rounds
+from lib.run.results import write_summary
+from lib.serve import OpenAIServer, ServerLimits
 
 
 def _conversations(n: int) -> list:

@@ -4,7 +4,7 @@ transformers (same Qwen3 weights, AdamW, grad clip 1.0, same batch), measured in
 Both sides get the identical model (written with `lib.models.save_pretrained`, read by
 `transformers.Qwen3ForCausalLM.from_pretrained`), batch and hyper-parameters; the first-step losses
 are compared as a check that they compute the same thing. Timings alternate JAX / PyTorch rounds
-(`lib.bench_rounds`, `rounds` rounds of `reps` updates per side, after the first update of each)
+(`lib.bench.rounds`, `rounds` rounds of `reps` updates per side, after the first update of each)
 so background load hits both alike; the reported figure is the median round, with the min-max and
 the ratio's range over rounds, and the summary records the load, CPU and thread settings (no
 headline ratio on a noisy run: load above one per core). tokens/s counts every token of the batch
@@ -16,13 +16,13 @@ head on the last response_len + 1 positions only (ours: `make_sft_step(target_wi
 neither materialises [B, T, vocab] logits; the SFT loss on the torch side is the same token-mean
 cross-entropy over that window.
 
-The physical limit (`lib.roofline`): the jitted float32 matmul peak is probed before the rounds;
-each row reports the model FLOPs of one update (`roofline.update_flops`: 6 N B T + causal attention
-6 L H D B T^2, N without the untied input embedding and the output head, plus the head's
-6 V d B (response_len + 1) on the window both sides score), each side's achieved GFLOP/s (FLOPs x
-median updates/s) and its share of the probed peak (MFU). Threads: XLA's CPU client and torch
-both use every core (`torch.get_num_threads()` and the environment's thread variables are
-recorded); no XLA flags are set by the benchmark (`XLA_FLAGS` is recorded as found).
+The physical limit (`lib.plan.roofline`): the jitted float32 matmul peak is probed before the
+rounds; each row reports the model FLOPs of one update (`roofline.update_flops`: 6 N B T + causal
+attention 6 L H D B T^2, N without the untied input embedding and the output head, plus the head's 6
+V d B (response_len + 1) on the window both sides score), each side's achieved GFLOP/s (FLOPs x
+median updates/s) and its share of the probed peak (MFU). Threads: XLA's CPU client and torch both
+use every core (`torch.get_num_threads()` and the environment's thread variables are recorded); no
+XLA flags are set by the benchmark (`XLA_FLAGS` is recorded as found).
 """
 import shutil
 import tempfile
@@ -32,10 +32,16 @@ import jax.numpy as jnp
 import numpy as np
 from absl import logging
 
-from lib import config_blocks, grpo, model_setup, models, optim, roofline, sft
-from lib.bench_rounds import Rounds, token_accounting
-from lib.results import write_summary
-from lib.train_state import TrainState, nnx_apply_fn
+from lib import models
+from lib.bench.rounds import Rounds, token_accounting
+from lib.models import model_setup
+from lib.plan import roofline
+from lib.rl import grpo
+from lib.run import config_blocks
+from lib.run.results import write_summary
+from lib.sft import step as sft
+from lib.train import optim
+from lib.train.state import TrainState, nnx_apply_fn
 
 
 def _batches(rng, c, vocab):

@@ -9,8 +9,8 @@ from agents.conpact import demonstrations
 from agents.conpact.learned import field_probe
 from agents.conpact.learned import rows as study_rows
 from envs import splits
-from lib.llm import factory
-from lib.results import write_summary
+from lib.backends import factory
+from lib.run.results import write_summary
 
 ROLES_ROWS = {"planner": demonstrations.planner_rows, "actor": demonstrations.actor_rows}
 

@@ -5,7 +5,7 @@ stages, parse, contract check, Resolve→, materialize, compile, execute in the 
 Baseline (same run, same episodes): the same loop with the engineered shortcuts switched off —
 every line parsed by the reference scanner (no regex fast path), no memoised composer texts,
 branches or canonical paths, and a world deep-copied from its layout on every episode.
-Timing (`lib.bench_rounds`): one warm-up call per side, then `rounds` interleaved rounds
+Timing (`lib.bench.rounds`): one warm-up call per side, then `rounds` interleaved rounds
 (optimized, baseline, optimized, ...), each side `passes` passes over the suite per round. Both
 rates are the median over rounds of wall-clock and process-CPU episodes/s (the CPU figure is less
 sensitive to other processes sharing the machine), with the optimized/baseline ratio of medians and
@@ -21,9 +21,9 @@ from agents.gencoord import dsl, materialize, protocol, suites, templates
 from agents.gencoord.policies import composer
 from agents.gencoord.policies import registry as policies
 from envs.minecraft import world as W
-from lib import tb
-from lib.bench_rounds import Rounds
-from lib.results import write_summary
+from lib.bench.rounds import Rounds
+from lib.run import tb
+from lib.run.results import write_summary
 
 
 @contextlib.contextmanager

@@ -9,7 +9,7 @@ import os
 from absl import logging
 
 from agents.gencoord import data, suites
-from lib.results import write_summary
+from lib.run.results import write_summary
 
 
 def run(config, workdir):

@@ -20,9 +20,10 @@ from absl import logging
 
 from agents.gencoord import data, metrics, protocol, suites
 from agents.gencoord.policies import registry as policies
-from lib import plots, stats, tb
-from lib.progress import progress
-from lib.results import ResultsLog, markdown_table, write_summary
+from lib.report import plots, stats
+from lib.run import tb
+from lib.run.progress import progress
+from lib.run.results import ResultsLog, markdown_table, write_summary
 
 
 def _make_policy(spec, config, episodes):

@@ -1,12 +1,11 @@
 """GenCoord learned policies end to end: data -> tokenizer -> SFT -> closed-loop evaluation.
 
-For every training recipe in `config.recipes` (agents/gencoord/learned/training_recipes.py)
-and seed: write the
-validated supervision rows, train one byte-level BPE on all rows of the run (so token counts
-compare across surfaces), SFT a small Qwen3 (resumable; final-step checkpoint, exported in Hugging
-Face format under models/<recipe>/s<seed>/hf), then run every evaluation condition closed loop on
-`config.eval.suite` with batched greedy decoding through lib.sampling. Rows go to results.jsonl
-keyed by (condition, seed, episode_id) so reruns skip finished work.
+For every training recipe in `config.recipes` (agents/gencoord/learned/training_recipes.py) and
+seed: write the validated supervision rows, train one byte-level BPE on all rows of the run (so
+token counts compare across surfaces), SFT a small Qwen3 (resumable; final-step checkpoint, exported
+in Hugging Face format under models/<recipe>/s<seed>/hf), then run every evaluation condition closed
+loop on `config.eval.suite` with batched greedy decoding through lib.generate.sampling. Rows go to
+results.jsonl keyed by (condition, seed, episode_id) so reruns skip finished work.
 
 Timing (first seed): TTC = wall time from the first model call of an episode to its last one
 (parse, check and resolution follow in microseconds), measured warm at batch 1 on
@@ -30,9 +29,11 @@ from agents.gencoord.learned import policy as learned_policy
 from agents.gencoord.learned import training_recipes, validation
 from agents.gencoord.policies import registry as policies
 from lib import models as lib_models
-from lib import model_setup, sft_batches, tb
-from lib.results import ResultsLog
-from lib.tokenizer import load_tokenizer, save_tokenizer
+from lib.models import model_setup
+from lib.models.tokenizer import load_tokenizer, save_tokenizer
+from lib.run import tb
+from lib.run.results import ResultsLog
+from lib.sft import batches as sft_batches
 
 
 def _episodes(config, view=None):

@@ -1,6 +1,6 @@
 """CPU-scale demonstration of the whole world-model audit pipeline (labelled CPU scale throughout).
 
-Stages (lib/stages.py; each runs again in every session and resumes from its own outputs; wall
+Stages (lib/run/stages.py; each runs again in every session and resumes from its own outputs; wall
 and CPU seconds of each are in stages.json and the summary):
   data    agents/wm/offline_data.py on ScienceWorld + TextWorld levels (expert / noisy expert)
   sft     a tiny Qwen3 with a BPE trained on the data, SFT-warm-started (agents/wm/warmstart.py)
@@ -24,9 +24,9 @@ import os
 
 from agents.wm import evaluate, offline_data, train
 from agents.wm.pipeline import probes, warm_start
-from lib.config_blocks import backend_config
-from lib.results import markdown_table, write_summary
-from lib.stages import Stages
+from lib.run.config_blocks import backend_config
+from lib.run.results import markdown_table, write_summary
+from lib.run.stages import Stages
 
 
 def _train(config, workdir, base_hf):

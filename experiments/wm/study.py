@@ -1,7 +1,7 @@
 """World-model audit study at CPU scale (labelled so throughout): every condition x seeds on
 unseen TextWorld games, from one command (configs/wm/study.py).
 
-Stages (lib/stages.py; each runs again in every session and resumes from its own outputs --
+Stages (lib/run/stages.py; each runs again in every session and resumes from its own outputs --
 a later session may add the unseen games or conditions; wall and CPU seconds per stage in
 stages.json and the summary):
   data        agents/wm/offline_data.py on TextWorld only: training games at every setting of the
@@ -29,10 +29,10 @@ import numpy as np
 from agents.wm import evaluate, offline_data, passk, train
 from agents.wm.pipeline import warm_start
 from agents.wm.study_report import study_report
-from lib.config_blocks import backend_config
-from lib.llm.host_loop import final_rows
-from lib.results import markdown_table, write_summary
-from lib.stages import Stages
+from lib.hostloop.loop import final_rows
+from lib.run.config_blocks import backend_config
+from lib.run.results import markdown_table, write_summary
+from lib.run.stages import Stages
 
 EVAL_KEY = ("condition", "env", "regime", "level", "sample", "attempt")
 _SEED_METRICS = ("pass@1", "AF", "LR_step", "repeat", "turns", "pred_acc")

@@ -1,6 +1,20 @@
 """Qwen2/Qwen2.5/Qwen3 and Qwen3.5 language models in Flax NNX, with Hugging Face safetensors in and
-out. This facade is the public API; the families live in `qwen/` and `qwen3_5/` (config.py,
-model.py, params.py = the Hugging Face key table), over one reader/writer (`safetensors_io.py`).
+out. This facade is the public API:
+
+  qwen/              Qwen2 / Qwen2.5 / Qwen3: config and presets, the decoder, the HF key table
+  qwen3_5/           Qwen3.5: the hybrid Gated DeltaNet + attention decoder and its key table
+  layers.py          layers every family shares: annotated parameters, Dense projections, SwiGLU MLP
+  attention.py       grouped-query softmax attention and the KV cache
+  matmul.py          the Dense matmul, with a weight gradient laid out for CPU
+  remat.py           per-layer rematerialisation of the decoder stack
+  presets.py         the one table of named model configs (`preset(name, **overrides)`)
+  key_table.py       key tables: HF parameter names and layouts, fused projections
+  safetensors_io.py  HF checkpoint directories <-> NNX parameters, with shape checks
+  pretrained.py      `load_pretrained` / `save_pretrained`, the family picked by config.json
+  embedding.py       sentence embeddings from a Qwen backbone (last-token pooling)
+  logprobs.py        per-token log-probabilities of given tokens and of whole sequences
+  tokenizer.py       HF fast tokenizers from local directories, small byte-level BPEs trained here
+  model_setup.py     the one way to get a model from a config's `model` block (+ its tokenizer)
 
 Quick reference:
 
@@ -17,31 +31,31 @@ Quick reference:
 
   vec = models.embed(model, input_ids, attention_mask)  # [B,hidden] unit vectors (last-token pool)
 
-  mesh = models.make_mesh(data=2, model=4)   # lib.sharding's one ("data", "fsdp", "model") mesh
+  mesh = models.make_mesh(data=2, model=4)   # the one ("data", "fsdp", "model") mesh
   models.shard_model(model, mesh)
   models.set_remat(model, "full")            # training: recompute each layer in the backward pass
 
 A broken checkpoint raises `models.WeightsError` (a ValueError) naming the file and field.
-Generation lives in `lib.sampling`. New layer types plug into `Qwen` through the per-layer protocol
-documented in lib/models/qwen/model.py (`init_cache` + `__call__(x, ctx, cache) -> (x, cache)`);
-the layers both families share live in `layers.py` and `attention.py`.
+Generation lives in `lib.generate.sampling`. New layer types plug into `Qwen` through the per-layer
+protocol documented in lib/models/qwen/model.py (`init_cache` + `__call__(x, ctx, cache) -> (x,
+cache)`); the layers both families share live in `layers.py` and `attention.py`.
 """
 import jax.numpy as jnp
 from flax import nnx
 
 from lib.models.attention import Context, KVCache
 from lib.models.embedding import embed, last_token_index
-from lib.models.pretrained import load_pretrained, save_pretrained
+from lib.models.logprobs import sequence_token_logprobs
 from lib.models.presets import PRESETS, preset
+from lib.models.pretrained import load_pretrained, save_pretrained
 from lib.models.qwen.config import QwenConfig
 from lib.models.qwen.model import Cache, Qwen
 from lib.models.qwen3_5.config import Qwen35Config
 from lib.models.qwen3_5.model import Qwen35
 from lib.models.remat import REMAT_POLICIES, set_remat
 from lib.models.safetensors_io import WeightsError
-from lib.models.sharding import shard_batch, shard_model
-from lib.sharding import make_mesh
-from lib.train_state import token_logprobs
+from lib.parallel.placement import shard_model
+from lib.parallel.sharding import make_mesh, shard_batch
 
 
 def build(config: QwenConfig | Qwen35Config, rngs: nnx.Rngs | None = None, dtype="float32") -> Qwen:
@@ -57,26 +71,6 @@ def build(config: QwenConfig | Qwen35Config, rngs: nnx.Rngs | None = None, dtype
   """
   cls = Qwen35 if isinstance(config, Qwen35Config) else Qwen  # Qwen3.5: hybrid DeltaNet decoder
   return cls(config, rngs=nnx.Rngs(0) if rngs is None else rngs, dtype=jnp.dtype(dtype))
-
-
-def sequence_token_logprobs(model: Qwen, input_ids, attention_mask=None):
-  """log p(input_ids[:, t] | input_ids[:, :t]) for t >= 1: the model run on whole sequences, each
-  token scored by its predecessor's logits (`lib.train_state.token_logprobs` of given logits).
-
-  Args:
-    model: a Qwen or Qwen35.
-    input_ids: int [B,T].
-    attention_mask: [B,T], 1 = token, 0 = padding; None = all tokens.
-
-  Returns:
-    float32 [B,T-1]; 0 where token t or its predecessor is padding (a left-padded row's first real
-    token has no context to score it).
-  """
-  logp = token_logprobs(model(input_ids, attention_mask)[:, :-1], input_ids[:, 1:])
-  if attention_mask is None:
-    return logp
-  mask = attention_mask.astype(bool)
-  return jnp.where(mask[:, 1:] & mask[:, :-1], logp, 0.0)
 
 
 __all__ = [

@@ -30,7 +30,7 @@ def sharded_param(value, sharding) -> nnx.Param:
   Returns:
     An nnx.Param carrying `sharding` as its out_sharding.
   """
-  # eager_sharding=False: annotate only; `lib.models.sharding` places it once a mesh is given.
+  # eager_sharding=False: annotate only; `lib.parallel.placement` places it once a mesh is given.
   return nnx.Param(value, out_sharding=sharding, eager_sharding=False)
 
 

@@ -1,9 +1,9 @@
 """The one table of named model configs: every family's presets (Qwen2/Qwen2.5/Qwen3 in
 `qwen/config.py`, Qwen3.5 in `qwen3_5/config.py`) under one lookup.
 
-`preset(name, **overrides)` is what every caller uses (`lib.model_setup.build_model`,
-`lib.memory_plan.arch_config`, the benchmarks), so a name that can be planned can be built. A name
-defined by two families raises when this module is imported.
+`preset(name, **overrides)` is what every caller uses (`lib.models.model_setup.build_model`,
+`lib.plan.memory_plan.arch_config`, the benchmarks), so a name that can be planned can be built. A
+name defined by two families raises when this module is imported.
 """
 import types
 from typing import Mapping

@@ -28,8 +28,8 @@ def load_pretrained(path, dtype="float32", mesh: jax.sharding.Mesh | None = None
   Args:
     path: a directory with `config.json` and `model.safetensors` or a sharded
       `model.safetensors.index.json`.
-    dtype: parameter and compute dtype ("float32", "bfloat16").
-    mesh: if given (`lib.sharding.make_mesh`), each tensor is placed straight onto its sharding,
+    dtype: parameter and compute dtype ("float32", "bfloat16"). mesh: if given
+    (`lib.parallel.sharding.make_mesh`), each tensor is placed straight onto its sharding,
       so the whole model never sits on one device.
 
   Returns:

@@ -6,7 +6,7 @@ layer, tens of GiB per row. With `remat`, each layer's forward runs under `nnx.r
 (`jax.checkpoint`) and its intermediates are recomputed during the backward pass, one layer at a
 time; only what the policy saves stays resident.
 
-Policies (the `model.remat` config field, `lib/model_setup.py`):
+Policies (the `model.remat` config field, `lib/models/model_setup.py`):
   "none"  no rematerialisation (fastest; the most memory)
   "full"  save nothing inside a layer: only the layer inputs [B, T, hidden] stay resident, the
           whole layer is recomputed once in the backward pass (~1/3 more FLOPs)
@@ -23,9 +23,9 @@ from typing import Any, Callable
 import jax
 from flax import nnx
 
-from lib.config_blocks import REMAT_POLICY_NAMES, check_remat_policy
+from lib.run.config_blocks import REMAT_POLICY_NAMES, check_remat_policy
 
-# Keyed by REMAT_POLICY_NAMES (lib/config_blocks.py), so a config's `model.remat` is checked
+# Keyed by REMAT_POLICY_NAMES (lib/run/config_blocks.py), so a config's `model.remat` is checked
 # without importing JAX.
 REMAT_POLICIES: dict[str, Callable[..., bool] | None] = {
     "none": None,

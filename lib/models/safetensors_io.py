@@ -24,8 +24,8 @@ import safetensors
 import safetensors.flax
 from flax import nnx
 
-from lib.models import sharding as sharding_lib
 from lib.models.key_table import Fused, KeyTable, Layout
+from lib.parallel import placement as sharding_lib
 
 CONFIG_FILE = "config.json"
 SINGLE_FILE = "model.safetensors"
@@ -301,7 +301,7 @@ def load_params(path, abstract_model: nnx.Module, table: KeyTable, *, dtype, mes
     abstract_model: `nnx.eval_shape(lambda: Model(config, ...))`, nothing allocated.
     table: the family's KeyTable.
     dtype: every parameter is cast to it.
-    mesh: if given, each tensor goes straight onto its sharding (`lib.models.sharding`).
+    mesh: if given, each tensor goes straight onto its sharding (`lib.parallel.placement`).
     rename: see `locate_tensors`.
     check: `{our key: ref} -> {our key: ref}` (refs as `locate_tensors` returns them), run on
       the headers before any tensor is read; raises WeightsError where config.json contradicts

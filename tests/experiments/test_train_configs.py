@@ -5,7 +5,7 @@ import pytest
 
 from configs import common
 from experiments import registry
-from lib import grpo, opsd
+from lib.rl import grpo, opsd
 
 CONFIGS = ("sft_toy", "grpo_toy", "opsd_toy", "bench.train")
 
@@ -34,4 +34,4 @@ def test_trainer_blocks_map_onto_dataclasses():
 @pytest.mark.parametrize("name", ("grpo_toy", "opsd_toy", "wm.train"))
 def test_trainer_configs_have_the_start_fresh_switch_off(name):
   c = importlib.import_module(f"configs.{name}").get_config("debug=True")
-  assert c.start_fresh is False   # lib.train_loop.fresh_start; --config.start_fresh=True
+  assert c.start_fresh is False   # lib.train.setup.fresh_start; --config.start_fresh=True

@@ -12,8 +12,8 @@ summary (agents/conpact/learned/study.py); a metric without inputs stays null.
 import json
 import os
 
-from lib import plots, stats
-from lib.results import markdown_table, write_summary
+from lib.report import plots, stats
+from lib.run.results import markdown_table, write_summary
 
 TREATED = "conpact_i"
 DISCUSSION = ("D_step", "discussion_rate", "repair_rate", "residual_D", "planner_correct",

@@ -18,7 +18,7 @@ import random
 from typing import Sequence
 
 from agents.conpact import demonstrations, parse, schemas
-from lib.llm.backend import Backend, SamplingParams
+from lib.backends.protocol import Backend, SamplingParams
 
 
 def initial_rows(rows: Sequence[dict], per_env: int, seed: int) -> list[dict]:

@@ -10,10 +10,10 @@ Recipes (`config.recipe`):
                         {"messages", "target", "meta": {"role"}}), no curation
 Separate planner and actor: each role's model (`config.roles[role]`, an HF dir; "" = the embedded
 tiny random model of `config.model`) trains on its own role's targets only, through the one SFT
-loop (`lib.sft_loop`, resumable from <workdir>/<role>/ckpt), and is exported with its tokenizer to
-<workdir>/<role>/export (loadable by lib/llm/flax_backend via `model.checkpoint`); the examples
-it trained on go to <workdir>/<role>/rows.jsonl. Batches group the examples by length (padded to
-a power of two, `training_batches`), each example once, in a seeded order.
+loop (`lib.sft.loop`, resumable from <workdir>/<role>/ckpt), and is exported with its tokenizer to
+<workdir>/<role>/export (loadable by lib/backends/flax_backend.py via `model.checkpoint`); the
+examples it trained on go to <workdir>/<role>/rows.jsonl. Batches group the examples by length
+(padded to a power of two, `training_batches`), each example once, in a seeded order.
 
 Token budgets, in TARGET tokens per role (reply + EOS; `curate.target_tokens`), paper Table 7
 ("3 epochs of ReAct SFT; token-matched across methods"):
@@ -38,10 +38,14 @@ from absl import logging
 from flax import nnx
 
 from agents.conpact import curate, recipes, schemas, textenv
-from lib import model_setup, models, optim, sft_loop, train_loop
-from lib import tokenizer as tokenizer_lib
-from lib.results import markdown_table, write_summary
-from lib.train_state import nnx_apply_fn
+from lib import models
+from lib.models import model_setup
+from lib.models import tokenizer as tokenizer_lib
+from lib.parallel import sharding
+from lib.run.results import markdown_table, write_summary
+from lib.sft import loop as sft_loop
+from lib.train import optim, setup as train_loop
+from lib.train.state import nnx_apply_fn
 
 ROLES = ("planner", "actor")
 RECIPES = ("conpact_s", "conpact_r", "baseline")  # also checked by configs/conpact/train.py
@@ -219,7 +223,7 @@ def _train_role(config, workdir: str, role: str, tok, picked: list, stats: dict)
     apply_fn, params = nnx_apply_fn(model, compute_dtype=model_setup.compute_dtype(config.model))
     tx = optim.adamw(c.lr, steps, warmup_frac=0.05)
     batch_at, _ = training_batches(picked, tok, c.batch, c.max_len, config.seed)  # `steps` of them
-    mesh = train_loop.make_mesh(config)   # scale=paper: --config.mesh.fsdp=N shards the role
+    mesh = sharding.mesh_from_config(config)   # scale=paper: --config.mesh.fsdp=N shards the role
     state, state_sh = train_loop.create_state(params, tx, mesh)
     run_ = sft_loop.train(apply_fn, state, tx, batch_at, steps, role_dir,
                           mesh=mesh, state_sharding=state_sh,

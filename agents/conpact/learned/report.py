@@ -12,7 +12,7 @@ import json
 import os
 
 from agents.conpact import figure
-from lib.results import markdown_table, write_summary
+from lib.run.results import markdown_table, write_summary
 
 ONLINE_COLS = ("success", "success_ci", "return", "steps", "D_step", "residual_D",
                "discussion_rate", "repair_rate", "coverage_planner", "coverage_actor",
@@ -61,7 +61,7 @@ def write(config, workdir, stages, data, base, online_dir, tables) -> dict:
   Args:
     config: the study config.
     workdir: the study's run directory.
-    stages: the `lib.stages.Stages` of the run (timings).
+    stages: the `lib.run.stages.Stages` of the run (timings).
     data: the data stage's result (per row set: path, rows, noisy, wrong).
     base: role -> its base training report.
     online_dir: the online conpact/eval workdir.

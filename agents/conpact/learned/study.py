@@ -3,7 +3,7 @@
 Run by experiments/conpact/study.py (one study) and experiments/conpact/arms.py (one study per
 arm and pipeline seed, configs/conpact/study.py with `arms=True`).
 
-Stages (lib/stages.py: each saved in <workdir>/stages.json with its result and skipped on rerun;
+Stages (lib/run/stages.py: each saved in <workdir>/stages.json with its result and skipped on rerun;
 a model stage also resumes from its checkpoints):
   data       planner / actor / baseline rows from expert play on SOURCE instances
              (agents/conpact/learned/rows.py), data/<set>.jsonl
@@ -29,8 +29,8 @@ import os
 from agents.conpact import evaluate, study_tables
 from agents.conpact.learned import recipe_train, report, rows as study_rows, train as role_train
 from agents.conpact.learned.tokenizer import train_conpact_tokenizer
-from lib import tokenizer as tokenizer_lib
-from lib.stages import Stages
+from lib.models import tokenizer as tokenizer_lib
+from lib.run.stages import Stages
 
 ROLES = ("planner", "actor")
 

@@ -1,19 +1,19 @@
 """A byte-level BPE for ConPAct prompts and replies, trained on the study's supervision rows.
 
-It is `lib.tokenizer.train_tokenizer` (same special tokens, ChatML template, Hugging Face format,
-exact byte round trip) with one change: the pre-tokenizer. GPT-2's word regex cuts every word and
-every board cell (" #") into its own piece, so a 3-frame Sokoban actor prompt costs ~870 tokens.
-Here a piece is a run of text between delimiters -- a digit, a newline, a tag (`<state>`), ", "
-or ": " -- each delimiter a piece of its own. BPE then learns the fixed phrases (the system prompt,
-board rows, "steps forward and ", JSON keys, tags) as few tokens while every coordinate and count
-stays one digit per token, which a small model copies from the observation into its assertion.
+It is `lib.models.tokenizer.train_tokenizer` (same special tokens, ChatML template, Hugging Face
+format, exact byte round trip) with one change: the pre-tokenizer. GPT-2's word regex cuts every
+word and every board cell (" #") into its own piece, so a 3-frame Sokoban actor prompt costs ~870
+tokens. Here a piece is a run of text between delimiters -- a digit, a newline, a tag (`<state>`),
+", " or ": " -- each delimiter a piece of its own. BPE then learns the fixed phrases (the system
+prompt, board rows, "steps forward and ", JSON keys, tags) as few tokens while every coordinate and
+count stays one digit per token, which a small model copies from the observation into its assertion.
 Measured on the debug rows: prompts ~360 tokens (GPT-2 style: ~870), replies ~38 (~68).
 """
 from typing import Iterable
 
 import transformers
 
-from lib import tokenizer as tokenizer_lib
+from lib.models import tokenizer as tokenizer_lib
 
 SPLIT = r"\d|\n|<[^>]*>|, |: "  # delimiters, each isolated as its own piece
 

@@ -1,15 +1,15 @@
 """Base planner / actor training: SFT of one role's rows through the one SFT loop, HF export.
 
-A role's model is the study's `model` block (`lib.model_setup`): from scratch, a tiny Qwen3 whose
-vocabulary is the BPE trained on the study's rows; with `model.checkpoint`, a local Hugging Face
-model and its own tokenizer (paper scale, same path). Rows are rendered exactly as the Flax
+A role's model is the study's `model` block (`lib.models.model_setup`): from scratch, a tiny Qwen3
+whose vocabulary is the BPE trained on the study's rows; with `model.checkpoint`, a local Hugging
+Face model and its own tokenizer (paper scale, same path). Rows are rendered exactly as the Flax
 backend prompts at decode time: the tokenizer's chat template with the assistant opener
-(`lib.tokenizer.render_chat`), then target + EOS; the loss falls on the target and EOS only.
-Batches are drawn by `lib.sft_batches.length_grouped_batches` (Sokoban prompts are ~3x longer
-than BabyAI ones; one compiled shape per length bucket, `train.bucket` tokens wide, 0 = powers of
-two), left-padded so that the output head runs on the answer window only (targets are ~20-60
-tokens after ~250 prompt tokens: `make_sft_step(target_window=)`, the same loss and gradient).
-The loop is `lib.sft_loop.train` (resumable from <workdir>/ckpt; `start_fresh` discards checkpoints); the kept
+(`lib.models.tokenizer.render_chat`), then target + EOS; the loss falls on the target and EOS only.
+Batches are drawn by `lib.sft.batches.length_grouped_batches` (Sokoban prompts are ~3x longer than
+BabyAI ones; one compiled shape per length bucket, `train.bucket` tokens wide, 0 = powers of two),
+left-padded so that the output head runs on the answer window only (targets are ~20-60 tokens after
+~250 prompt tokens: `make_sft_step(target_window=)`, the same loss and gradient). The loop is
+`lib.sft.loop.train` (resumable from <workdir>/ckpt; `start_fresh` discards checkpoints); the kept
 model is the final step, exported with its tokenizer to <workdir>/export.
 """
 import os
@@ -18,9 +18,12 @@ import jax
 import numpy as np
 from flax import nnx
 
-from lib import model_setup, models, optim, sft_batches, sft_loop
-from lib.tokenizer import render_chat, save_tokenizer
-from lib.train_state import TrainState, nnx_apply_fn
+from lib import models
+from lib.models import model_setup
+from lib.models.tokenizer import render_chat, save_tokenizer
+from lib.sft import batches as sft_batches, loop as sft_loop
+from lib.train import optim
+from lib.train.state import TrainState, nnx_apply_fn
 
 
 def encode(rows: list[dict], tokenizer, max_len: int) -> tuple[list, int]:

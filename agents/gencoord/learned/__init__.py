@@ -5,7 +5,7 @@
   training_recipes.py   which supervision rows each learned policy trains on (paper Table S6)
   sft_rows.py           rows -> token arrays with target-only loss masks
   train.py              SFT of a small Qwen3 from scratch or from a checkpoint (resumable)
-  policy.py             `LearnedPolicy` over lib.llm (Flax sampler or OpenAI-compatible endpoint)
+  policy.py             `LearnedPolicy` over lib.backends (Flax sampler or OpenAI endpoint)
   report.py             tables, figures and summary.md of `experiments/gencoord/learned.py`
   visibility_matrix.py  the task-structure visibility matrix (Figure S5) of that report
 """

@@ -6,14 +6,14 @@ user:   this agent's local context x_i: stage, decision agent, peer, local obser
         incoming message (delivered REQ or bounded response) and the public task structure of
         the episode's template in its visibility view (Full DAG / Skeleton / Node-only), as
         rendered by `agents.gencoord.prompt.render`.
-The messages go through the tokenizer's chat template (`lib.tokenizer.render_chat`) for the Flax
-sampler and unchanged to OpenAI-compatible endpoints, so every model reads the same input.
+The messages go through the tokenizer's chat template (`lib.models.tokenizer.render_chat`) for the
+Flax sampler and unchanged to OpenAI-compatible endpoints, so every model reads the same input.
 """
 import functools
 
 from agents.gencoord import prompt, skills
 from agents.gencoord.episode import LocalContext
-from lib.tokenizer import render_chat
+from lib.models.tokenizer import render_chat
 
 _GRAMMAR = "reply: SELF <task> > ... | SELF -, newline, REQ <peer> <task> > ... | REQ -"
 _SURFACE_NOTE = {

@@ -23,7 +23,7 @@ free and constrained; an untrained or barely trained model goes from 0% to 100% 
 `SURFACE_REGEX` maps a policy surface to its regex; surfaces without one are refused.
 """
 from agents.gencoord import dsl, skills
-from lib import token_dfa
+from lib.generate import token_dfa
 
 _INT = r"-?[0-9]{1,9}"
 _ATOM = r"[A-Za-z_][A-Za-z0-9_.:/+\-]{0,31}"

@@ -1,8 +1,8 @@
-"""Learned commitment policies over any `lib.llm` chat backend.
+"""Learned commitment policies over any `lib.backends` chat backend.
 
 `LearnedPolicy` renders each local context as chat messages (`chat.messages`) and asks a
-`lib.llm.backend.Backend` for the answers: (a) `FlaxBackend` -- our jit KV-cache sampler on the
-model just trained or on any local Hugging Face-format Qwen checkpoint, or (b) `OpenAIBackend`
+`lib.backends.protocol.Backend` for the answers: (a) `FlaxBackend` -- our jit KV-cache sampler on
+the model just trained or on any local Hugging Face-format Qwen checkpoint, or (b) `OpenAIBackend`
 -- any OpenAI-compatible endpoint (vLLM serving an exported checkpoint). Outputs map from its
 surface to Short DSL as for any `PromptPolicy` (`prompted.decode_outputs`). Decoding is greedy
 with the structured output capped at 256 tokens; `constrained=True` decodes commitments under
@@ -18,8 +18,8 @@ from typing import Sequence
 from agents.gencoord.episode import LocalContext
 from agents.gencoord.learned import chat, constrained as constrained_lib
 from agents.gencoord.policies import prompted
-from lib.llm.backend import Backend, SamplingParams
-from lib.llm.flax_backend import FlaxBackend
+from lib.backends.flax_backend import FlaxBackend
+from lib.backends.protocol import Backend, SamplingParams
 
 MAX_NEW_TOKENS = 256
 
@@ -33,7 +33,7 @@ class LearnedPolicy:
   `CommitmentPolicy` and a `RawTextPolicy`.
 
   Args:
-    llm: the chat model (`lib.llm.backend.Backend`).
+    llm: the chat model (`lib.backends.protocol.Backend`).
     surface: what the model writes.
     name: the policy's name in result rows.
     max_new_tokens: output cap per call.
@@ -104,6 +104,6 @@ def flax_llm(model, tokenizer, max_batch: int = 256) -> FlaxBackend:
     tokenizer: its tokenizer.
     max_batch: the sampler's largest batch.
   Returns:
-    A `lib.llm` backend for `LearnedPolicy`.
+    A `lib.backends` backend for `LearnedPolicy`.
   """
   return FlaxBackend(model, tokenizer, max_batch=max_batch)

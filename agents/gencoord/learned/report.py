@@ -1,14 +1,14 @@
 """Tables, figures and summary.md for `experiments/gencoord/learned.py` (and the quickstart).
 
-Condition table: terminal success with the cluster-bootstrap 95% CI (role views and seeds
-averaged within a semantic cluster, 10,000 resamples) and the Clopper-Pearson interval over
-episodes, raw / commitment validity, verified handoff, calls, input/output tokens, wire bytes,
-warm batch-1 TTC and episode time p50/p95, batched episodes/s, and the paper's figure beside
-ours. Paired differences against `eval.reference` use the cluster-paired bootstrap.
-Figures (PNG, lib/plots.py): training loss curves, success by held-out template (Clopper-Pearson
-95% error bars, n per bar), the TTC histogram (bins from n, integer counts), and for conditions
-with a task-structure view the visibility matrix (visibility_matrix.py). A debug run says so in
-the title, summary.json and the bar verdict.
+Condition table: terminal success with the cluster-bootstrap 95% CI (role views and seeds averaged
+within a semantic cluster, 10,000 resamples) and the Clopper-Pearson interval over episodes, raw /
+commitment validity, verified handoff, calls, input/output tokens, wire bytes, warm batch-1 TTC and
+episode time p50/p95, batched episodes/s, and the paper's figure beside ours. Paired differences
+against `eval.reference` use the cluster-paired bootstrap. Figures (PNG, lib/report/plots.py):
+training loss curves, success by held-out template (Clopper-Pearson 95% error bars, n per bar), the
+TTC histogram (bins from n, integer counts), and for conditions with a task-structure view the
+visibility matrix (visibility_matrix.py). A debug run says so in the title, summary.json and the bar
+verdict.
 """
 import os
 
@@ -17,8 +17,8 @@ from matplotlib.ticker import FormatStrFormatter, MaxNLocator, NullFormatter
 
 from agents.gencoord import metrics, suites
 from agents.gencoord.learned import visibility_matrix
-from lib import plots
-from lib.results import markdown_table, write_summary
+from lib.report import plots
+from lib.run.results import markdown_table, write_summary
 
 
 def _pct(xs, q):

@@ -1,17 +1,17 @@
 """A byte-level BPE for GenCoord prompts and commitments, trained on the supervision rows.
 
-It is `lib.tokenizer.train_tokenizer` (same special tokens, ChatML template, Hugging Face format,
-exact byte round trip) with one change: the pre-tokenizer. GPT-2's word regex cuts
-`item=oak_planks,` into five pieces before BPE can merge anything, so a Short DSL task costs
-~15 tokens. Here pieces end at a DSL/JSON delimiter instead (`resource.obtain(`, `q=4,`,
-`item=oak_planks)`), so BPE learns argument groups as tokens, while any string still encodes
-through the 256 byte symbols. Codebook ids (bindings) are pieces of their own (see SPLIT).
+It is `lib.models.tokenizer.train_tokenizer` (same special tokens, ChatML template, Hugging Face
+format, exact byte round trip) with one change: the pre-tokenizer. GPT-2's word regex cuts
+`item=oak_planks,` into five pieces before BPE can merge anything, so a Short DSL task costs ~15
+tokens. Here pieces end at a DSL/JSON delimiter instead (`resource.obtain(`, `q=4,`,
+`item=oak_planks)`), so BPE learns argument groups as tokens, while any string still encodes through
+the 256 byte symbols. Codebook ids (bindings) are pieces of their own (see SPLIT).
 """
 from typing import Iterable
 
 import transformers
 
-from lib import tokenizer as tokenizer_lib
+from lib.models import tokenizer as tokenizer_lib
 
 _DELIMS = r"(),:{}\[\]|"
 # A codebook id (a binding, SELF, REQ: an upper-case word of 3+ characters) is a piece of its own

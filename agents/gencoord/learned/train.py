@@ -1,12 +1,12 @@
 """SFT of a commitment model: a small Qwen3 from scratch (or a local checkpoint), resumable.
 
 Config blocks (all fields required; defaults live in the config files):
-  model: the one `model` block (lib/model_setup.py); from scratch, the vocabulary, EOS and pad
-         are the DSL tokenizer's
+  model: the one `model` block (lib/models/model_setup.py); from scratch, the vocabulary, EOS
+         and pad are the DSL tokenizer's
   train: epochs, batch, lr, warmup_frac, weight_decay, clip_norm, log_every, ckpt_every
 The optimizer is the paper's recipe (AdamW, cosine with warm-up, grad-norm clip, weight decay),
-the loss is target-and-EOS causal LM on the answer window (`lib.sft`), batches are seeded epoch
-permutations (`lib.sft_batches.epoch_batches`), the loop is `lib.sft_loop.train`, the kept model
+the loss is target-and-EOS causal LM on the answer window (`lib.sft.step`), batches are seeded epoch
+permutations (`lib.sft.batches.epoch_batches`), the loop is `lib.sft.loop.train`, the kept model
 is the final step. Checkpoints carry the loss history, so a resumed run still plots its whole
 curve.
 """
@@ -14,7 +14,8 @@ import jax
 import numpy as np
 from flax import nnx
 
-from lib import optim, sft_batches, sft_loop, train_loop
+from lib.sft import batches as sft_batches, loop as sft_loop
+from lib.train import optim, setup as train_loop
 
 
 def train_sft(arrays: dict, tokenizer, config, workdir: str, seed: int, tag: str = "sft",
@@ -22,7 +23,7 @@ def train_sft(arrays: dict, tokenizer, config, workdir: str, seed: int, tag: str
   """Trains `config.model` on `arrays` (see sft_rows.encode_rows).
 
   Args:
-    arrays: left-padded SFT arrays with `target_window` (lib.sft_batches.left_padded layout).
+    arrays: left-padded SFT arrays with `target_window` (lib.sft.batches.left_padded layout).
     tokenizer: the tokenizer the rows were encoded with (gives a from-scratch model its vocab).
     config: run config with `model` and `train` blocks.
     workdir: checkpoints (<workdir>/ckpt) and TensorBoard events of this model.

@@ -163,7 +163,7 @@ class EarlyStopping:
     self.last: dict | None = None
 
   def bind(self, apply_fn):
-    """-> validate(step, params) -> (scalars, stop), the `lib.sft_loop.train` hook."""
+    """-> validate(step, params) -> (scalars, stop), the `lib.sft.loop.train` hook."""
     score = make_scorer(apply_fn, self.vset)
 
     def validate(step: int, params):

@@ -10,7 +10,7 @@ import os
 import numpy as np
 
 from agents.gencoord import motifs
-from lib import plots, stats
+from lib.report import plots, stats
 
 METHOD_TITLES = {"dsl": "Short DSL", "freeform": "Controlled free-form",
                  "rule": "Factorized rule"}

@@ -1,10 +1,10 @@
 """What the closed loops (agents/gencoord/protocol.py) read from a commitment policy.
 
-A commitment policy never sees the world, the episode or the other agent's private facts; it
-sees only `LocalContext`s, one stage of many episodes at a time (so learned models batch). The
-loop after generation (parse -> check -> resolve -> materialize -> compile -> execute -> verify)
-is identical whichever policy wrote the text. Not to be confused with `lib.llm.backend.Backend`
-(a chat model): a learned commitment policy wraps one.
+A commitment policy never sees the world, the episode or the other agent's private facts; it sees
+only `LocalContext`s, one stage of many episodes at a time (so learned models batch). The loop after
+generation (parse -> check -> resolve -> materialize -> compile -> execute -> verify) is identical
+whichever policy wrote the text. Not to be confused with `lib.backends.protocol.Backend` (a chat
+model): a learned commitment policy wraps one.
 """
 from typing import Protocol, Sequence
 

@@ -5,7 +5,7 @@ import os
 import numpy as np
 
 from envs.minecraft.live.runtime import LiveConfig, LiveRuntime
-from lib.results import markdown_table
+from lib.run.results import markdown_table
 
 PAPER_EPISODE_S = 22.6        # paper: mean wall time of one executed episode on its server
 

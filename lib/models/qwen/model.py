@@ -9,9 +9,9 @@ sit in the same stack:
 The model-level `Cache` holds one such pytree per layer plus the slot mask and write index that all
 layers share.
 
-Parameters carry `out_sharding` names for the "model" axis of `lib.sharding.make_mesh`'s mesh:
-column-parallel projections shard their output features on "model", row-parallel ones their input
-features; `lib.models.sharding` places them.
+Parameters carry `out_sharding` names for the "model" axis of `lib.parallel.sharding.make_mesh`'s
+mesh: column-parallel projections shard their output features on "model", row-parallel ones their
+input features; `lib.parallel.placement` places them.
 """
 import flax.struct
 import jax

@@ -4,9 +4,9 @@ import pytest
 
 from agents.conpact import methods, textenv
 from envs.sokoban import text as sokoban_text
-from lib.llm.host_loop import EpisodeJob, HostLoop
-from lib.llm.scripted import FunctionPolicy, ScriptedBackend
-from lib.results import ResultsLog
+from lib.backends.scripted import FunctionPolicy, ScriptedBackend
+from lib.hostloop.loop import EpisodeJob, HostLoop
+from lib.run.results import ResultsLog
 
 SOKO = textenv.task("sokoban")
 LEVEL = np.array([[1, 1, 1, 1, 1, 1, 1],

@@ -8,7 +8,7 @@ import pytest
 from agents.conpact import compare, curate, labels, schemas, textenv
 from configs.conpact import scripted as conpact_scripted
 from experiments.conpact import eval as conpact_eval
-from lib import tokenizer as tokenizer_lib
+from lib.models import tokenizer as tokenizer_lib
 
 pytestmark = pytest.mark.long_module(60)   # scheduled first: tests/conftest.py
 

@@ -11,8 +11,8 @@ import pytest
 from agents.conpact import compare, parse, schemas, scripted, textenv
 from configs.conpact import scripted as conpact_scripted
 from experiments.conpact import eval as conpact_eval
-from lib.llm.backend import SamplingParams
-from lib.llm.scripted import NoiseModel, ScriptedBackend
+from lib.backends.protocol import SamplingParams
+from lib.backends.scripted import NoiseModel, ScriptedBackend
 
 PROCGEN = [f"procgen-{g}" for g in conpact_scripted.PROCGEN_GAMES]
 

@@ -3,8 +3,8 @@ injected perception noise is the only source of wrong assertions; replies replay
 the role router keeps order."""
 from agents.conpact import schemas, scripted, textenv
 from agents.conpact.routing import RoleRouter
-from lib.llm.backend import SamplingParams
-from lib.llm.scripted import FunctionPolicy, NoiseModel, ScriptedBackend
+from lib.backends.protocol import SamplingParams
+from lib.backends.scripted import FunctionPolicy, NoiseModel, ScriptedBackend
 
 
 def _canon(env, facts):

@@ -8,8 +8,8 @@ from agents.conpact import scripted
 from configs.conpact import openai as conpact_openai
 from configs.conpact import scripted as conpact_scripted
 from experiments.conpact import eval as conpact_eval
-from lib.llm.server import OpenAIServer
-from lib.llm.scripted import NoiseModel, ScriptedBackend
+from lib.backends.scripted import NoiseModel, ScriptedBackend
+from lib.serve import OpenAIServer
 
 KEY = "sk-conpact-test-DO-NOT-LOG-4411"
 NOISE = {"perception": 0.4, "recheck_miss": 0.1}

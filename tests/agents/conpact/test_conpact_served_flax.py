@@ -22,7 +22,7 @@ import pytest
 
 from configs.conpact import openai as conpact_openai
 from experiments.conpact import eval as conpact_eval
-from lib.config_blocks import backend_config
+from lib.run.config_blocks import backend_config
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 KEEP = ("react", "assertion", "conpact_i")

@@ -3,7 +3,7 @@ import pytest
 
 from agents.gencoord import data, episode as E, prompt, structure, suites
 from agents.gencoord.learned import chat, tokenizer as dsl_tokenizer
-from lib import tokenizer as tokenizer_lib
+from lib.models import tokenizer as tokenizer_lib
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +79,7 @@ def test_tokenizer_round_trip_and_shorter_dsl(tok, rows, tmp_path):
   for r in rows:
     for s in (r.prompt, r.target, "unseen text ünïcode (x=1,y=2) {}"):
       assert tok.decode(tok.encode(s, add_special_tokens=False)) == s
-  # Independent peer: lib.tokenizer's GPT-2-regex BPE trained on the same texts.
+  # Independent peer: lib.models.tokenizer's GPT-2-regex BPE trained on the same texts.
   texts = [chat.system_prompt() + "\n" + r.prompt + "\n" + r.target for r in rows]
   gpt2 = tokenizer_lib.train_tokenizer(texts, 600, tmp_path / "gpt2")
   ours = sum(len(tok.encode(r.target)) for r in rows)

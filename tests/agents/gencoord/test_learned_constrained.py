@@ -12,9 +12,9 @@ from agents.gencoord.learned import chat, constrained, policy as learned, traini
 from agents.gencoord.learned import tokenizer as dsl_tokenizer
 from agents.gencoord.prompt import render
 from lib import models
-from lib.llm.backend import SamplingParams
-from lib.llm.openai_http import OpenAIBackend
-from lib.llm.server import OpenAIServer, ServerLimits
+from lib.backends.openai_http import OpenAIBackend
+from lib.backends.protocol import SamplingParams
+from lib.serve import OpenAIServer, ServerLimits
 
 pytestmark = pytest.mark.long_module(40)
 

@@ -1,4 +1,4 @@
-"""LearnedPolicy: chat prompts through any lib.llm backend into the shared closed loop."""
+"""LearnedPolicy: chat prompts through any lib.backends backend into the shared closed loop."""
 import pytest
 from flax import nnx
 
@@ -8,7 +8,7 @@ from agents.gencoord.learned import chat, policy as learned, tokenizer as dsl_to
 from agents.gencoord.policies import registry as policies
 from agents.gencoord.prompt import render
 from lib import models
-from lib.llm.scripted import FunctionPolicy, ScriptedBackend
+from lib.backends.scripted import FunctionPolicy, ScriptedBackend
 
 
 class _Oracle:

@@ -9,7 +9,7 @@ from flax import nnx
 
 from agents.gencoord.learned import chat, sft_rows, tokenizer as dsl_tokenizer, train
 from agents.gencoord.learned import training_recipes as recipes
-from lib.config_blocks import model_block
+from lib.run.config_blocks import model_block
 
 
 def _config(epochs=4):

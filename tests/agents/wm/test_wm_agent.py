@@ -10,9 +10,9 @@ from agents.wm.metrics import episode_metrics  # noqa: E402
 from agents.wm.trajectory import from_host_loop_row  # noqa: E402
 from envs.text.alfworld_env import ALFWorld  # noqa: E402
 from envs.text.alfworld_game import write_tiny_game  # noqa: E402
-from lib.llm.host_loop import EpisodeJob, HostLoop  # noqa: E402
-from lib.llm.scripted import ScriptedBackend  # noqa: E402
-from lib.results import ResultsLog  # noqa: E402
+from lib.hostloop.loop import EpisodeJob, HostLoop  # noqa: E402
+from lib.backends.scripted import ScriptedBackend  # noqa: E402
+from lib.run.results import ResultsLog  # noqa: E402
 
 PLAN = ["go to countertop 1", "take apple 1 from countertop 1", "go to cabinet 1",
         "open cabinet 1", "put apple 1 in/on cabinet 1"]

@@ -5,8 +5,8 @@ import pytest
 
 from agents.wm.judge import (RULE_BASED_JUDGE_NAME, JudgeItem, LLMJudge, RuleBasedJudge,
                              judge_prompt, parse_verdict, prediction_accuracy)
-from lib.llm.backend import Backend, Completion, failed
-from lib.llm.scripted import ScriptedBackend
+from lib.backends.protocol import Backend, Completion, failed
+from lib.backends.scripted import ScriptedBackend
 
 
 def test_prompt_has_the_four_rules_and_fields():

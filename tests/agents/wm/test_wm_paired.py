@@ -4,7 +4,7 @@ import pytest
 from scipy.stats import binomtest
 
 from agents.wm import paired
-from lib import stats
+from lib.report import stats
 
 ALL = ["BASE", "GRPO-GT", "GRPO-MIS", "GRPO-COIN", "GT-PERM", "MIS-PERM", "OPSD-GT", "OPSD-MIS"]
 

@@ -8,7 +8,8 @@ from flax import nnx
 import jax
 from agents.wm import data, overlap, policy, probes, probes_model
 from agents.wm.prompts import parse_think
-from lib import models, tokenizer as tokenizer_lib
+from lib import models
+from lib.models import tokenizer as tokenizer_lib
 
 OBS = ["You are in the kitchen. A fridge is here.", "The fridge is open. It holds an egg.",
        "You pick up the egg.", "Nothing happens."]

@@ -2,7 +2,7 @@
 import pytest
 
 from agents.wm.prompts import agent_prompt, parse_action, parse_think, world_model_prompt
-from lib.rewards import extract_next_state
+from agents.wm.rewards import extract_next_state
 
 
 def test_list_and_no_list_regimes():
@@ -29,7 +29,7 @@ def test_world_model_prompt_and_teacher_variant():
   assert "Privileged" not in p
   t = world_model_prompt("scienceworld", "boil water", [], "o", "a", privileged_next="You move.")
   assert t.startswith(p[:40]) and t.rstrip().endswith("You move.")
-  # the reward side reads the prediction back with lib.rewards' extractor
+  # the reward side reads the prediction back with agents.wm.rewards' extractor
   assert extract_next_state("<think>x</think><next_state> You move. </next_state>") == "You move."
 
 

@@ -5,7 +5,7 @@ import os
 import pytest
 
 from agents.wm import study_report, termination, traces
-from lib.llm.backend import Completion
+from lib.backends.protocol import Completion
 
 ADM = ["go north", "take rusty key", "open wooden box"]
 

@@ -2,7 +2,7 @@
 import pytest
 
 from agents.wm import traces
-from lib.llm.backend import Completion
+from lib.backends.protocol import Completion
 
 ADM = ["go north", "take rusty key", "open wooden box"]
 

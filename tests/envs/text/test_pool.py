@@ -9,7 +9,7 @@ import cloudpickle
 import pytest
 
 from envs.text.pool import EnvLease, PooledEnvFactory, close_process_pools, process_pool
-from lib.llm.env_executor import EnvCall, ProcessExecutor
+from lib.hostloop.executors import EnvCall, ProcessExecutor
 
 _SERIALS = itertools.count()   # envs built by this process (each worker imports its own)
 

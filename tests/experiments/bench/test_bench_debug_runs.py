@@ -1,6 +1,6 @@
-"""Every benchmark's debug config runs end to end with interleaved rounds (lib/bench_rounds.py):
+"""Every benchmark's debug config runs end to end with interleaved rounds (lib/bench/rounds.py):
 strict-JSON summary with the machine state, and no headline ratio on a noisy run; the sampler and
-training benchmarks also carry the physical limit (lib/roofline.py) and their share of it."""
+training benchmarks also carry the physical limit (lib/plan/roofline.py) and their share of it."""
 import importlib
 import json
 

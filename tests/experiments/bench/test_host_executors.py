@@ -2,9 +2,9 @@
 rounds. Its debug run is in test_bench_debug_runs.py."""
 import pytest
 
+from envs.toy.latency_env import LatencyEnv
 from experiments.bench.host_executors import KeptOpenExecutor, parse_executor, timing_free
-from lib.llm.env_executor import EnvCall, InlineExecutor
-from lib.llm.latency_env import LatencyEnv
+from lib.hostloop.executors import EnvCall, InlineExecutor
 
 
 def test_parse_executor():

@@ -10,8 +10,8 @@ from configs.conpact import scripted as conpact_scripted
 from configs.conpact import train as conpact_train
 from experiments.conpact import eval as conpact_eval
 from experiments.conpact import train as train_exp
-from lib import tokenizer as tokenizer_lib
-from lib.llm.flax_backend import FlaxBackend
+from lib.backends.flax_backend import FlaxBackend
+from lib.models import tokenizer as tokenizer_lib
 
 MAX_LEN = 128
 

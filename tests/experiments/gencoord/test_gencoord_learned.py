@@ -4,12 +4,12 @@ import os
 
 import pytest
 
-from configs.gencoord import learned as study_configs
 from configs import quickstart
+from configs.gencoord import learned as study_configs
 from experiments import registry
 from experiments.gencoord import learned as gencoord_learned
-from lib.llm.backend import SamplingParams
-from lib.llm.flax_backend import FlaxBackend
+from lib.backends.flax_backend import FlaxBackend
+from lib.backends.protocol import SamplingParams
 
 pytestmark = pytest.mark.long_module(80)   # scheduled first: tests/conftest.py
 
@@ -65,7 +65,7 @@ def test_quickstart_pipeline_tiny(tmp_path):
   free = [r for r in rows if r["condition"] == "dsl"]
   assert len(constrained) == 4
   assert sum(r["raw_valid"] for r in constrained) >= sum(r["raw_valid"] for r in free)
-  # Backend choice (a): the exported checkpoint serves through lib.llm's Flax backend.
+  # Backend choice (a): the exported checkpoint serves through lib.backends's Flax backend.
   llm = FlaxBackend.from_pretrained(str(tmp_path / "models/direct_dsl/s0/hf"))
   reply = llm.generate([[{"role": "user", "content": "stage: sender_initial"}]],
                        SamplingParams(max_tokens=4))

@@ -17,7 +17,8 @@ from agents.wm import data, embedders, warmstart  # noqa: E402
 from configs.wm import study as wm_study_config  # noqa: E402
 from envs.text.textworld_env import game_path, make_games  # noqa: E402
 from experiments import registry  # noqa: E402
-from lib import models, tokenizer as tokenizer_lib  # noqa: E402
+from lib import models  # noqa: E402
+from lib.models import tokenizer as tokenizer_lib
 
 pytestmark = pytest.mark.long_module(200)   # scheduled first: tests/conftest.py
 

@@ -12,7 +12,8 @@ from safetensors.numpy import load_file
 from agents.wm import condition_table, conditions, data, embedders, policy
 from configs.wm import train as wm_train_config
 from experiments.wm import train as wm_train
-from lib import rewards, tokenizer as tokenizer_lib
+from lib.models import tokenizer as tokenizer_lib
+from lib.rl import losses as rl_losses
 
 pytestmark = pytest.mark.long_module(50)   # scheduled first: tests/conftest.py
 
@@ -115,7 +116,7 @@ def test_coin_ignores_predictions_and_perm_keeps_group_multisets(tok):
   mixed = [f"<next_state>{t}</next_state>" if i % 2 else "x" for i, t in enumerate(truth)]
   scores = gt(*_encode_rows(tok, mixed, 4))
   scores[:, 1] = 1 - scores[:, 1]                      # groups with distinct scores
-  perm = np.asarray(rewards.permute_within_group(scores, jax.random.key(2)))
+  perm = np.asarray(rl_losses.permute_within_group(scores, jax.random.key(2)))
   assert np.array_equal(np.sort(perm, 1), np.sort(scores, 1))
   assert not np.array_equal(perm, scores)
 
@@ -189,7 +190,7 @@ def test_configs_resolve_and_sweep_every_condition():
   from configs.wm import demo as wm_demo_config
   from configs.wm import study as wm_study_config
   from experiments import registry
-  from lib import grpo, opsd
+  from lib.rl import grpo, opsd
   for module in (wm_train_config, wm_demo_config, wm_study_config):
     for arg in ("debug=True", None):
       assert module.get_config(arg).experiment in registry.names()

@@ -1,7 +1,7 @@
 """lib/models/presets.py: one preset table for both families. Every preset, shrunk to a tiny size
 (its own switches kept: biases, tying, q/k norm, partial RoPE), is built by the one builder
-(`lib.model_setup.build_model`), runs a forward pass and is planned by `lib.memory_plan` with the
-parameter count of the model actually built."""
+(`lib.models.model_setup.build_model`), runs a forward pass and is planned by `lib.plan.memory_plan`
+with the parameter count of the model actually built."""
 import jax
 import ml_collections
 import numpy as np
@@ -9,9 +9,12 @@ import pytest
 from flax import nnx
 
 from configs import paper_scale
-from lib import config_blocks, memory_plan, model_setup, models
+from lib import models
+from lib.models import model_setup
 from lib.models.presets import merged_presets
 from lib.models.qwen3_5.config import FULL, LINEAR
+from lib.plan import memory_plan
+from lib.run import config_blocks
 
 # Per family: the fields that make any of its presets tiny (2 layers, hidden 32, vocab 64).
 TINY = {

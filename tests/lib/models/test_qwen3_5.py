@@ -12,9 +12,10 @@ import torch
 import transformers
 from flax import nnx
 
-from lib import models, sampling
-from lib.models.qwen3_5.model import Qwen35
+from lib import models
+from lib.generate import sampling
 from lib.models.qwen3_5.config import PRESETS, Qwen35Config
+from lib.models.qwen3_5.model import Qwen35
 from lib.models.qwen3_5.params import load_qwen3_5
 
 TEXT = dict(vocab_size=96, hidden_size=32, intermediate_size=48, num_attention_heads=4,

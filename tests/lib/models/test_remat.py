@@ -8,7 +8,8 @@ import pytest
 from flax import nnx
 
 from lib import models
-from lib.train_state import nnx_apply_fn, token_logprobs
+from lib.models.logprobs import token_logprobs
+from lib.train.state import nnx_apply_fn
 
 
 def _loss_and_grads(preset: str, policy: str):

@@ -2,7 +2,7 @@
 from agents.conpact import demonstrations as demo
 from agents.conpact.learned import rows as study_rows
 from agents.conpact.learned.tokenizer import train_conpact_tokenizer
-from lib import tokenizer as tokenizer_lib
+from lib.models import tokenizer as tokenizer_lib
 
 
 def test_round_trip_single_digit_tokens_and_shorter_prompts_than_gpt2_style(tmp_path):

@@ -2,7 +2,7 @@
 truth, on real demonstration rows, with a backend whose replies the test controls."""
 from agents.conpact import demonstrations
 from agents.conpact.learned import field_probe
-from lib.llm.backend import Backend, Completion
+from lib.backends.protocol import Backend, Completion
 
 
 class Replay(Backend):

@@ -1,0 +1,8 @@
+"""Reinforcement learning and distillation on sampled responses.
+
+  losses.py   group advantages, the clipped policy-gradient loss, k3 KL, entropy, aggregation
+  jsd.py      the generalized Jensen-Shannon divergence of on-policy distillation
+  trainer.py  what the GRPO and OPSD trainers share: config blocks, mesh steps, the train state
+  grpo.py     GRPO: prompts -> groups of samples -> rewards -> clipped updates
+  opsd.py     OPSD: student samples, a frozen teacher scores, JSD updates
+"""

@@ -1,0 +1,172 @@
+"""SFT examples -> batches in `lib.sft.step`'s layout, as a function of the step index.
+
+An example is (prompt ids, target ids): the loss falls on the target (which ends with EOS).
+A batch source is `batch_at(step) -> {input_ids, attention_mask, loss_mask}` (int32 [B, T]) whose
+batch depends only on (seed, step), so a resumed run replays exactly the stream an uninterrupted
+one sees. Two layouts:
+
+  left_padded + epoch_batches   every row left-padded to one length (answers end at the last
+                                column, for `make_sft_step(target_window=K)`); each epoch a seeded
+                                permutation cut into full batches (the ragged tail is dropped)
+  length_grouped_batches        rows of very different lengths: right-padded batches drawn with
+                                replacement from one power-of-two length bucket at a time
+"""
+from typing import Callable, Sequence
+
+import numpy as np
+
+Example = tuple[Sequence[int], Sequence[int]]
+BatchSource = Callable[[int], dict]
+KEYS = ("input_ids", "attention_mask", "loss_mask")
+
+
+def left_padded(examples: Sequence[Example], pad_id: int, multiple: int = 16) -> dict:
+  """Examples -> one left-padded array set.
+
+  Args:
+    examples: (prompt ids, target ids) pairs.
+    pad_id: id written into padding positions.
+    multiple: the common length is the longest row rounded up to this.
+  Returns:
+    {input_ids, attention_mask, loss_mask}: int32 [N, T]; prompt_len, target_len: int32 [N];
+    target_window: the longest target (every loss token lies in the last target_window columns).
+  """
+  longest = max(len(p) + len(t) for p, t in examples)
+  length = -(-longest // multiple) * multiple
+  n = len(examples)
+  out = {k: np.zeros((n, length), np.int32) for k in KEYS}
+  out["input_ids"][:] = pad_id
+  for i, (p, t) in enumerate(examples):
+    seq = list(p) + list(t)
+    out["input_ids"][i, length - len(seq):] = seq
+    out["attention_mask"][i, length - len(seq):] = 1
+    out["loss_mask"][i, length - len(t):] = 1
+  out["prompt_len"] = np.array([len(p) for p, _ in examples], np.int32)
+  out["target_len"] = np.array([len(t) for _, t in examples], np.int32)
+  out["target_window"] = int(out["target_len"].max())
+  return out
+
+
+def steps_per_epoch(n_rows: int, batch: int) -> int:
+  """Full batches per epoch (the ragged tail is dropped).
+
+  Args:
+    n_rows: rows in the data set (fewer than `batch` raises ValueError).
+    batch: rows per batch.
+  Returns:
+    n_rows // batch.
+  """
+  if n_rows < batch:
+    raise ValueError(f"{n_rows} rows cannot fill one batch of {batch}")
+  return n_rows // batch
+
+
+def epoch_batches(arrays: dict, batch: int, seed: int, groups=None) -> BatchSource:
+  """batch_at(step): batch `step % steps_per_epoch` of epoch `step // steps_per_epoch`, where
+  each epoch's row order is `default_rng([seed, epoch]).permutation(N)`, or, with `groups`, a
+  permutation of the groups (same generator) with each group's rows kept together in order.
+
+  Args:
+    arrays: {input_ids, attention_mask, loss_mask} [N, T] (e.g. from `left_padded`).
+    batch: rows per batch.
+    seed: data-order seed.
+    groups: optional int [N] group id per row, every group of one size that divides `batch`:
+      each batch then holds whole groups (e.g. the contrast groups of
+      `agents.gencoord.learned.sft_rows.contrast_groups`).
+  Returns:
+    batch_at(step) -> {input_ids, attention_mask, loss_mask} int32 [batch, T].
+  """
+  n = arrays["input_ids"].shape[0]
+  per_epoch = steps_per_epoch(n, batch)
+  orders: dict[int, np.ndarray] = {}
+  members = None
+  if groups is not None:
+    groups = np.asarray(groups)
+    if groups.shape != (n,):
+      raise ValueError(f"groups has shape {groups.shape}, expected ({n},)")
+    ids = np.unique(groups)
+    members = [np.flatnonzero(groups == g) for g in ids]
+    sizes = {len(m) for m in members}
+    if len(sizes) != 1 or batch % min(sizes):
+      raise ValueError(f"groups must all have one size that divides batch {batch}; "
+                       f"sizes {sorted(sizes)}")
+
+  def order(epoch: int) -> np.ndarray:
+    rng = np.random.default_rng([seed, epoch])
+    if members is None:
+      return rng.permutation(n)
+    return np.concatenate([members[g] for g in rng.permutation(len(members))])
+
+  def batch_at(step: int) -> dict:
+    epoch, k = divmod(step, per_epoch)
+    if epoch not in orders:
+      orders.clear()            # steps run in order: one epoch's permutation is enough
+      orders[epoch] = order(epoch)
+    idx = orders[epoch][k * batch:(k + 1) * batch]
+    return {key: arrays[key][idx] for key in KEYS}
+  return batch_at
+
+
+def length_grouped(lengths: Sequence[int], minimum: int = 64, multiple: int = 0):
+  """Batch drawing for rows of very different lengths: rows are bucketed by the power of two
+  above their length (>= `minimum`), or by their length rounded up to `multiple` when it is > 0
+  (less padding, one compiled shape per bucket: worth it when training runs long enough to
+  amortise the extra compiles); `draw(batch, rng)` picks one row uniformly, then the whole
+  batch (with replacement) from that row's bucket -> (row indices, padded length). Every bucket
+  is chosen in proportion to its size, so every row keeps the same chance per step, while short
+  rows do not pay for long ones; one compiled shape per bucket.
+
+  Args:
+    lengths: [N] row lengths in tokens.
+    minimum: the smallest bucket length.
+    multiple: bucket granularity in tokens (0: powers of two).
+  Returns:
+    draw(batch, rng: np.random.Generator) -> (int row indices [batch], bucket length).
+  """
+  if multiple > 0:
+    bucket_of = [max(minimum, -(-int(n) // multiple) * multiple) for n in lengths]
+  else:
+    bucket_of = [max(minimum, 1 << (int(n) - 1).bit_length()) for n in lengths]
+  members: dict = {}
+  for i, b in enumerate(bucket_of):
+    members.setdefault(b, []).append(i)
+
+  def draw(batch: int, rng: np.random.Generator):
+    length = bucket_of[int(rng.integers(len(bucket_of)))]
+    return rng.choice(members[length], batch), length
+  return draw
+
+
+def length_grouped_batches(examples: Sequence[Example], batch: int, seed: int,
+                           minimum: int = 64, multiple: int = 0,
+                           left_pad: bool = False) -> BatchSource:
+  """batch_at(step): `batch` rows drawn by `length_grouped` with `default_rng([seed, step])`,
+  right-padded, or left-padded (`left_pad`: every target ends at the last column, the layout of
+  `make_sft_step(target_window=K)` with K >= the longest target).
+
+  Args:
+    examples: (prompt ids, target ids) pairs.
+    batch: rows per batch.
+    seed: data seed.
+    minimum: the smallest padded length.
+    multiple: bucket granularity (see `length_grouped`).
+    left_pad: pad on the left instead of the right.
+  Returns:
+    batch_at(step) -> {input_ids, attention_mask, loss_mask} int32 [batch, bucket length].
+  """
+  if not examples:
+    raise ValueError("no SFT examples to draw batches from")
+  draw = length_grouped([len(p) + len(t) for p, t in examples], minimum, multiple)
+
+  def batch_at(step: int) -> dict:
+    idx, length = draw(batch, np.random.default_rng([seed, step]))
+    out = {k: np.zeros((batch, length), np.int32) for k in KEYS}
+    for r, i in enumerate(idx):
+      p, t = examples[i]
+      n = len(p) + len(t)
+      lo = length - n if left_pad else 0
+      out["input_ids"][r, lo:lo + n] = list(p) + list(t)
+      out["attention_mask"][r, lo:lo + n] = 1
+      out["loss_mask"][r, lo + len(p):lo + n] = 1
+    return out
+  return batch_at

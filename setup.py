@@ -6,7 +6,7 @@ installs the dependencies and makes the packages importable elsewhere.
 from setuptools import find_packages, setup
 
 # Lower bounds are the versions the test suite ran with (2026-12-01); older ones are untested.
-# transformers 4.x still reads the tokenizers we export (tests/lib/test_tokenizer.py).
+# transformers 4.x still reads the tokenizers we export (tests/lib/models/test_tokenizer.py).
 CORE = [
     "jax>=0.10.2,<0.11",
     "flax>=0.12.8,<0.13",

@@ -45,6 +45,10 @@ def get_config(arg=None):
   # A checkpoint costs ~0.8 CPU-s here (orbax); every 480 steps (7 saves, not 56) still resumes
   # a killed run within ~1 min of training, and changes nothing in the trained model.
   c.train.ckpt_every = 60 if arg.debug else 480
+  # Validation runs on a log step. The debug subsample keeps only the rows of whole contrast
+  # groups, so its steps per epoch (the validation period) depend on the drawn rows and the
+  # worlds' facts: log every step there.
+  c.train.log_every = 1 if arg.debug else c.train.log_every
   c.max_rows = 480 if arg.debug else 0
   c.eval.conditions = [dict(name="dsl", recipe="direct_dsl")]
   if arg.constrained:   # the same model again, its commitments decoded under the Short DSL regex

@@ -26,14 +26,14 @@ from lib.serve import OpenAIServer, ServerLimits
 
 def build_backend(config, workdir) -> FlaxBackend:
   """The served model of `config.model` (lib/models/model_setup.py) at its dtype; the embedded
-  default is
-  also saved to <workdir>/tiny_model so it can be reloaded or served elsewhere."""
+  default is also saved (weights, config.json, tokenizer) to <workdir>/tiny_model, a folder that
+  `model.checkpoint` reloads or serves elsewhere as it is."""
   path = os.path.join(workdir, "tiny_model")
   backend = FlaxBackend.from_block(config.model, tokenizer_dir=path, seed=config.seed,
                                    max_batch=config.max_batch, min_batch=config.min_batch,
                                    model_name=config.model_name)
   if not config.model.checkpoint:
-    models.save_pretrained(backend.model, backend.model.config, path)
+    models.save_pretrained(backend.model, backend.model.config, path, tokenizer=backend.tokenizer)
   return backend
 
 

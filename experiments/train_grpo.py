@@ -1,5 +1,6 @@
 """GRPO on a toy verifiable task with a tiny Qwen3: lib/rl/grpo.py end to end (sampler, rewards,
-group advantages, clipped updates, KL to the frozen initial model, checkpoint/resume, TensorBoard).
+group advantages, clipped updates, KL to the frozen initial model) in the RL loop of lib/rl/loop.py
+(checkpoint/resume, TensorBoard).
 
 Rewards (config.reward.kind):
   first_token  1 when the first generated token equals config.reward.target_id (verifiable, "GT")
@@ -10,12 +11,9 @@ plug in as a reward_fn over decoded responses.
 """
 import jax
 import numpy as np
-from absl import logging
 
 from agents.wm import rewards
-from lib.rl import grpo
-from lib.run import tb
-from lib.run.progress import progress, show_step
+from lib.rl import grpo, loop as rl_loop
 from lib.run.results import write_summary
 from lib.train import optim, setup as train_loop
 
@@ -47,38 +45,31 @@ def run(config, workdir):
   cfg = grpo.GRPOConfig.from_config(config.grpo)
   sample_fn = grpo.nnx_sample_fn(model, max_new_tokens=c.max_new_tokens,
                                  temperature=cfg.temperature)
-  ckpt, state, start, meta = train_loop.resume(workdir, state,
-                                                start_fresh=train_loop.fresh_start(config))
-  ref_params = None
-  if start:  # the reference is the initial model, not the resumed one
-    ref_params = train_loop.setup(config, tx, jax.random.fold_in(key, 0))[2].params
   step_fn = grpo.GRPOTrainer.mesh_step_fn(apply_fn, tx, cfg, c.prompts, mesh, state_sh)
-  trainer = grpo.GRPOTrainer(apply_fn, sample_fn, state, tx, cfg, ref_params=ref_params,
-                             step_fn=step_fn)
-  tokens_seen = int(meta.get("tokens_seen", 0))
-  history = []
-  bar = progress(total=c.iterations, initial=start, desc="grpo", unit="it")
-  for it in range(start, c.iterations):
+
+  def make_trainer(state, initial_params):   # the KL reference is the initial model
+    return grpo.GRPOTrainer(apply_fn, sample_fn, state, tx, cfg, ref_params=initial_params,
+                            step_fn=step_fn)
+
+  def iterate(trainer, it):
     ids, mask = prompts(config.seed, it, c.prompts, c.prompt_len, vocab)
     reward_fn = make_reward_fn(config.reward, cfg.group_size,
                                jax.random.fold_in(jax.random.fold_in(key, 2), it))
-    m = trainer.iteration(ids, mask, reward_fn, jax.random.fold_in(jax.random.fold_in(key, 1), it))
-    tokens_seen += m["train_tokens"]
-    m["tokens_seen"] = tokens_seen
-    history.append(m["reward_mean"])
-    show_step(bar, m)
-    tb.scalars(workdir, it + 1, m, "grpo/")
-    if (it + 1) % c.log_every == 0:
-      logging.info("grpo iteration %d: %s", it + 1, {k: round(v, 4) for k, v in m.items()})
-    if (it + 1) % c.ckpt_every == 0 or it + 1 == c.iterations:
-      ckpt.save(it + 1, trainer.state, metadata={"tokens_seen": tokens_seen})
-  bar.close()
+    return trainer.iteration(ids, mask, reward_fn,
+                             jax.random.fold_in(jax.random.fold_in(key, 1), it))
+
+  settings = rl_loop.RLLoopConfig(log_every=c.log_every, ckpt_every=c.ckpt_every,
+                                  prefix="grpo/", start_fresh=train_loop.fresh_start(config))
+  trained = rl_loop.train(state, make_trainer, iterate, c.iterations, workdir, settings,
+                          record=lambda m: m["reward_mean"])
+  # the mean rewards of every iteration since 0, earlier sessions' included (checkpoint metadata)
+  history, tokens_seen = trained.records, trained.tokens_seen
   k = max(1, len(history) // 5)
   summary = {"iterations": c.iterations, "reward": config.reward.kind,
              "permute_scores": cfg.permute_scores, "tokens_seen": tokens_seen,
              "reward_first": float(np.mean(history[:k])) if history else None,
              "reward_last": float(np.mean(history[-k:])) if history else None}
   write_summary(workdir, summary, [summary], title="GRPO (toy first-token task)",
-                notes=f"Mean reward over the first / last {k} iterations of this session: "
+                notes=f"Mean reward over the first / last {k} iterations: "
                       f"{summary['reward_first']} -> {summary['reward_last']}.")
   return summary

@@ -1,21 +1,20 @@
 """On-policy self-distillation on a toy privileged-context task with a tiny Qwen3: lib/rl/opsd.py
 end to end (student sampling, frozen teacher with privileged prompt, generalized JSD on the target
-span, importance weights, checkpoint/resume, TensorBoard).
+span, importance weights) in the RL loop of lib/rl/loop.py (checkpoint/resume, TensorBoard).
 
 The teacher sees a hint in front of the student's prompt: config.task.hint="fixed" (the same hint
 for every prompt, learnable by the student: the "GT" analogue) or "mismatched" (each prompt gets the
 hint of another prompt via agents.wm.rewards.mismatched_targets: the "MIS" analogue). The held-out
 JSD to the teacher is logged before and after training.
 """
+import copy
+
 import jax
 import numpy as np
-from absl import logging
 from flax import nnx
 
 from agents.wm import rewards
-from lib.rl import grpo, opsd
-from lib.run import tb
-from lib.run.progress import progress, show_step
+from lib.rl import grpo, loop as rl_loop, opsd
 from lib.run.results import write_summary
 from lib.train import optim, setup as train_loop
 
@@ -50,40 +49,38 @@ def run(config, workdir):
     if mesh is not None:
       state = jax.device_put(state, state_sh)
   nnx.update(model, state.params)
-  teacher_params = jax.tree.map(lambda x: x, state.params)
   vocab = model.config.vocab_size
   cfg = opsd.OPSDConfig.from_config(config.opsd)
   sample_fn = grpo.nnx_sample_fn(model, max_new_tokens=c.max_new_tokens,
                                  temperature=cfg.temperature)
-  ckpt, state, start, meta = train_loop.resume(workdir, state,
-                                                start_fresh=train_loop.fresh_start(config))
   step_fn = opsd.OPSDTrainer.mesh_step_fn(apply_fn, tx, cfg, c.rows, mesh, state_sh)
-  trainer = opsd.OPSDTrainer(apply_fn, sample_fn, state, tx, cfg, teacher_params=teacher_params,
-                             step_fn=step_fn)
-  evaluate = jax.jit(opsd.make_jsd_eval(apply_fn, cfg))
-  eval_batch = dict(trainer.rollout(*prompts(config.seed, 10**6, c.eval_rows, c.prompt_len, vocab,
+  jsd = jax.jit(opsd.make_jsd_eval(apply_fn, cfg))
+  held_out = {}
+
+  def make_trainer(state, initial_params):   # the teacher is the initial model
+    trainer = opsd.OPSDTrainer(apply_fn, sample_fn, state, tx, cfg,
+                               teacher_params=initial_params, step_fn=step_fn)
+    # The held-out rollout is sampled by the initial model (a shallow copy holding the teacher's
+    # params), so a resumed run evaluates on the batch an uninterrupted one does.
+    initial = copy.copy(trainer)
+    initial.state = trainer.state.replace(params=trainer.teacher_params)
+    held_out.update(initial.rollout(*prompts(config.seed, 10**6, c.eval_rows, c.prompt_len, vocab,
                                              config.task.hint), jax.random.fold_in(key, 3)))
-  eval_batch.pop("lengths")
-  jsd = lambda: float(evaluate(trainer.state.params, trainer.teacher_params, eval_batch))
-  first = meta.get("first_eval_jsd") or jsd()
-  tokens_seen = int(meta.get("tokens_seen", 0))
-  bar = progress(total=c.iterations, initial=start, desc="opsd", unit="it")
-  for it in range(start, c.iterations):
+    held_out.pop("lengths")
+    return trainer
+
+  def iterate(trainer, it):
     student, teacher = prompts(config.seed, it, c.rows, c.prompt_len, vocab, config.task.hint)
-    m = trainer.iteration(student, teacher, jax.random.fold_in(jax.random.fold_in(key, 1), it))
-    tokens_seen += m["train_tokens"]
-    m["tokens_seen"] = tokens_seen
-    if (it + 1) % c.eval_every == 0 or it + 1 == c.iterations:
-      m["eval_jsd"] = jsd()
-    tb.scalars(workdir, it + 1, m, "opsd/")
-    show_step(bar, m)
-    if (it + 1) % c.log_every == 0:
-      logging.info("opsd iteration %d: %s", it + 1, {k: round(v, 4) for k, v in m.items()})
-    if (it + 1) % c.ckpt_every == 0 or it + 1 == c.iterations:
-      ckpt.save(it + 1, trainer.state, metadata={"tokens_seen": tokens_seen,
-                                                 "first_eval_jsd": first})
-  bar.close()
-  final = jsd()
+    return trainer.iteration(student, teacher, jax.random.fold_in(jax.random.fold_in(key, 1), it))
+
+  settings = rl_loop.RLLoopConfig(eval_every=c.eval_every, log_every=c.log_every,
+                                  ckpt_every=c.ckpt_every, prefix="opsd/",
+                                  start_fresh=train_loop.fresh_start(config))
+  trained = rl_loop.train(
+      state, make_trainer, iterate, c.iterations, workdir, settings,
+      evaluate=lambda t: {"eval_jsd": jsd(t.state.params, t.teacher_params, held_out)})
+  first, final = trained.first_eval["eval_jsd"], trained.last_eval["eval_jsd"]
+  tokens_seen = trained.tokens_seen
   summary = {"iterations": c.iterations, "hint": config.task.hint, "alpha": cfg.alpha,
              "tokens_seen": tokens_seen, "eval_jsd_start": first, "eval_jsd_end": final}
   write_summary(workdir, summary, [summary], title="OPSD (toy privileged-hint task)",

@@ -40,13 +40,15 @@ def run(config, workdir):
   # Data for step `it` depends only on (seed, it), so a resumed run sees the same stream.
   batch_at = lambda it: copy_task_batch(np.random.default_rng([config.seed, it]), c.batch,
                                         c.seq_len, vocab)
+  settings = sft_loop.SFTConfig(accum_steps=c.accum_steps, log_every=c.log_every,
+                                ckpt_every=c.ckpt_every, max_to_keep=3, eval_every=c.eval_every,
+                                start_fresh=train_loop.fresh_start(config))
   run_ = sft_loop.train(
-      apply_fn, state, tx, batch_at, c.steps, workdir, accum_steps=c.accum_steps, mesh=mesh,
-      state_sharding=state_sh, log_every=c.log_every, ckpt_every=c.ckpt_every, max_to_keep=3,
+      apply_fn, state, tx, batch_at, c.steps, workdir, settings, mesh=mesh,
+      state_sharding=state_sh,
       lr_schedule=optim.lr_schedule(config.optim.lr, c.steps, config.optim.warmup_frac,
                                     config.optim.schedule),
-      evaluate=lambda params: float(evaluate(params, held_out)), eval_every=c.eval_every,
-      start_fresh=train_loop.fresh_start(config))
+      evaluate=lambda params: float(evaluate(params, held_out)))
   first_eval = run_.first_eval_loss
   final = float(evaluate(run_.state.params, held_out))
   tokens_seen = run_.train_tokens

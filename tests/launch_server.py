@@ -5,7 +5,7 @@ a JAX backend, then forks one child per request; the child runs launch.py as `__
 request's argv and environment, its stdout and stderr written to files. So each command line is
 still its own process (own flags, own backend, real exit status, nothing shared with the next
 one), started in ~0.1 s instead of ~5 s. Used by tests/test_launch.py and
-tests/lib/test_memory_plan.py.
+tests/lib/plan/test_memory_plan.py.
 
   server = LaunchServer(env)            # env: the server's environment (JAX_PLATFORMS, ...)
   r = server.run("--config=...", "--workdir=...", env=extra_env)   # r.returncode/.stdout/.stderr
@@ -89,7 +89,7 @@ def _preload():
         importlib.import_module(alias.name)
     elif isinstance(node, ast.ImportFrom) and node.module:
       module = importlib.import_module(node.module)
-      for alias in node.names:          # `from lib import tb`: tb is a module, import it too
+      for alias in node.names:          # `from lib.run import tb`: tb is a module, import it too
         if not hasattr(module, alias.name):
           importlib.import_module(f"{node.module}.{alias.name}")
   # after the imports above, so JAX is configured as launch.py's modules leave it

@@ -222,7 +222,7 @@ def test_config_help_lists_args_with_defaults_and_fields(launch):
 def test_library_info_logs_are_quiet_unless_verbose():
   script = textwrap.dedent("""
       import logging, os, sysconfig
-      from lib import console
+      from lib.run import console
       f = console.LibraryInfoFilter()
       lib = os.path.join(sysconfig.get_paths()["purelib"], "orbax", "checkpoint", "x.py")
       record = lambda path, level: logging.LogRecord("absl", level, path, 1, "m", (), None)

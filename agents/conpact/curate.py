@@ -33,7 +33,7 @@ from typing import Callable
 import numpy as np
 
 from agents.conpact import metrics, recipes, schemas
-from lib.models.tokenizer import render_chat
+from lib.sft import chat_rows
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,10 +97,10 @@ def curate_row(row: dict, schema: schemas.Schema, action_names, cfg: CurateConfi
     return []
 
   def judge(i: int, truth, asserting: bool) -> str | None:
-    c = calls[i]
-    if c.get("error") is not None:
+    call = calls[i]
+    if call.get("error") is not None:
       return "call_error"
-    return recipes.problem(recipes.Candidate(c, c["tag"], truth, asserting), env, schema,
+    return recipes.problem(recipes.Candidate(call, call["tag"], truth, asserting), env, schema,
                            action_names, recipe)
 
   out = []
@@ -180,9 +180,9 @@ def match_budget(examples: list[dict], budget: int, count: Callable[[dict], int]
 
 
 def tokenize(example: dict, tokenizer) -> tuple[list[int], list[int]]:
-  """(input ids, loss mask) for one example: chat-rendered context, then target + EOS (masked in)."""
-  prompt = tokenizer(render_chat(tokenizer, example["messages"]), add_special_tokens=False)["input_ids"]
-  target = tokenizer(example["target"], add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+  """(input ids, loss mask) for one example: chat-rendered context, then target + EOS (masked in),
+  as `lib.sft.chat_rows.encode_row` encodes it."""
+  prompt, target = chat_rows.encode_row(tokenizer, example["messages"], example["target"])
   return prompt + target, [0] * len(prompt) + [1] * len(target)
 
 

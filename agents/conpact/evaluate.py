@@ -40,7 +40,6 @@ from lib.run.results import ResultsLog, markdown_table, write_summary
 
 KEY = ("env", "condition", "instance", "rollout", "attempt")
 SWITCHES = ("correction_trigger", "conflict_feedback", "planner_participation")
-PAIRED_VS = ("plan_act", "assertion")  # reference conditions of the paired differences
 PAIRED_NOTE = ("`model` (condition) minus `against` (reference) over episodes paired by "
                "(instance, rollout): diff_pp = success difference in points, ci95_pp = 95% "
                "paired bootstrap over instances, only_* = pairs only one side solved, p_mcnemar "
@@ -75,7 +74,7 @@ def build_backend(config, env, workdir):
   """(backend for the host loop, scripted policy or None, the scripted backend's seed)."""
   planner, policy = _one_backend(config.backend, env, config, workdir)
   seed = getattr(planner, "seed", 0)
-  if not config.get("actor_backend"):
+  if not config.actor_backend:   # {}: the planner's backend plays both roles
     return planner, policy, seed
   actor, _ = _one_backend(config.actor_backend, env, config, workdir)
   return RoleRouter({"planner": planner, "actor": actor}), policy, seed
@@ -217,7 +216,7 @@ def evaluate(config, workdir):
       if policy is not None and cond["method"] in ("assertion", "conpact_i"):
         conf = labels.comparator_confusion(rows, policy, scripted_seed, schemas.get(env))
         comparator.append({"env": env, "condition": cond["name"], **conf})
-    for ref in config.get("paired_vs", PAIRED_VS):
+    for ref in config.paired_vs:
       if by_condition.get(ref):
         paired_rows += [{"env": env, **t} for t in study_tables.paired_tests(
             by_condition, ref, n_resamples=config.n_resamples, seed=config.seed)]

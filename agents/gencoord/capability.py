@@ -1,6 +1,7 @@
 """Goal x Capability diagnostic: a requester-local goal and a peer-local workcell mode.
 
-The requester knows the order (crafting table or sticks into `order_chest`); only the peer knows
+The requester knows the order (crafting tables or sticks into `order_chest`, GOALS per order
+times the world's goal count); only the peer knows
 whether its workcell is a RAW_PROCESSOR (takes planks and crafts) or a FINISHED_RECEIVER (cannot
 transform, only takes the finished item). The two branches move the inter-agent cut:
 PEER_CRAFTS hands off planks, REQUESTER_CRAFTS hands off the finished item. The requester's
@@ -17,7 +18,7 @@ from agents.gencoord.skills import normalize_path, task
 from envs.minecraft import recipes
 from envs.minecraft.predicates import ChestHolds
 
-GOALS = {"crafting_table": 1, "stick": 4}         # goal item -> ordered count
+GOALS = {"crafting_table": 1, "stick": 4}         # goal item -> count per order
 BRANCHES = ("PEER_CRAFTS", "REQUESTER_CRAFTS")
 MODE_BRANCH = {"RAW_PROCESSOR": "PEER_CRAFTS", "FINISHED_RECEIVER": "REQUESTER_CRAFTS"}
 COUNTER_OFFERS = {"CRAFT_AT_REQUESTER_HANDOFF_FINISHED": "REQUESTER_CRAFTS",
@@ -25,8 +26,8 @@ COUNTER_OFFERS = {"CRAFT_AT_REQUESTER_HANDOFF_FINISHED": "REQUESTER_CRAFTS",
 DECISIONS = ("ACCEPT", "REJECT", "COUNTER")
 
 
-def _compose(goal_item, b, req, peer):
-  count = GOALS[goal_item]
+def _compose(goal_item, b, req, peer, k):
+  count = GOALS[goal_item] * k
   planks = recipes.raw_needed(goal_item, count)["oak_planks"]
   craft = dict(q=count, input="oak_planks", item=goal_item)
   deposit = task("resource.deliver", q=count, item=goal_item, dst="order_chest")
@@ -45,7 +46,7 @@ for _goal in GOALS:
   templates.register(templates.Template(
       f"capability_{_goal}", "goal_capability", f"Goal x Capability ({_goal})", "oak_planks",
       BRANCHES, "craft actor; handoff item; peer suffix",
-      (lambda g: lambda b, s, r, k: _compose(g, b, s, r))(_goal)))
+      (lambda g: lambda b, s, r, k: _compose(g, b, s, r, k))(_goal)))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,18 +63,20 @@ class Response:
     return json.dumps(body, separators=(",", ":"))
 
 
-def requested_branch(template: templates.Template, request, req: str, peer: str):
-  """B(q): which public branch a peer request asks for (None if it matches none)."""
+def requested_branch(template: templates.Template, request, req: str, peer: str, k: int = 1):
+  """B(q): which public branch a peer request asks for at goal count k (None: none)."""
   got = normalize_path(request.requested_plan, peer)
   for b in template.bindings:
-    if normalize_path(template.branch(b, req, peer).receiver_path, peer) == got:
+    if normalize_path(template.branch(b, req, peer, k).receiver_path, peer) == got:
       return b
   return None
 
 
-def respond(template: templates.Template, request, req: str, peer: str, mode: str) -> Response:
-  """The peer's transparent capability policy over its private workcell mode."""
-  asked = requested_branch(template, request, req, peer)
+def respond(template: templates.Template, request, req: str, peer: str, mode: str,
+            k: int = 1) -> Response:
+  """The peer's transparent capability policy over its private workcell mode (the goal count
+  k is in the peer's observation too)."""
+  asked = requested_branch(template, request, req, peer, k)
   feasible = MODE_BRANCH.get(mode)
   if asked is None or feasible is None:
     return Response("REJECT", "NO_ADMISSIBLE_BRANCH")
@@ -97,11 +100,12 @@ def response_valid(response) -> bool:
   return response.counter_offer_id is None
 
 
-def counterfactual(response: Response, template, request, req, peer, mode: str) -> Response:
+def counterfactual(response: Response, template, request, req, peer, mode: str,
+                   k: int = 1) -> Response:
   """The response the paired workcell mode would have produced for the same request."""
   del response
   other = "FINISHED_RECEIVER" if mode == "RAW_PROCESSOR" else "RAW_PROCESSOR"
-  return respond(template, request, req, peer, other)
+  return respond(template, request, req, peer, other, k)
 
 
 def branch_of_response(response: Response, initial_branch: str):

@@ -59,6 +59,8 @@ def _compose(code, snd, rcv, k):
   return compose_factors(*factors(code), snd, rcv, code)
 
 
+# counted=False: the multiplier factor, private to the sender, is the count (no goal count).
 TEMPLATE = templates.Template("order_xprod", "composition", "Factorised Order", "oak_planks",
-                              CODES, "recipe x destination x actor x count", _compose)
+                              CODES, "recipe x destination x actor x count", _compose,
+                              counted=False)
 templates.register(TEMPLATE)

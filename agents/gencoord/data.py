@@ -17,8 +17,6 @@ codes (the binding id). `validate` decodes a target and checks it maps back to t
 binding, i.e. equals the canonical branch whose terminal predicate the episode declares.
 """
 import dataclasses
-import json
-import os
 
 from agents.gencoord import capability, dialogue, episode as E, surfaces, templates
 from agents.gencoord.dsl import PeerRequest, Proposal, parse, request_line, serialize
@@ -43,6 +41,8 @@ class Row:
     return render(self.context)
 
   def to_json(self) -> dict:
+    """The JSONL record (the written files add `prompt_sha256`:
+    `agents.gencoord.learned.split_audit.row_record`)."""
     return {"stage": self.stage, "episode_id": self.episode_id, "cluster_id": self.cluster_id,
             "template": self.template, "binding": self.binding, "role_view": self.role_view,
             "surface": self.surface, "prompt": self.prompt, "target": self.target}
@@ -101,7 +101,8 @@ def capability_rows(episodes, surface: str = "dsl", centralized: bool = False) -
     tmpl = templates.get(ep.template)
     default = tmpl.bindings[0]
     q0 = _full(ep.branch(default), ep.receiver)
-    rho = capability.respond(tmpl, q0.peer_requests[0], ep.sender, ep.receiver, ep.peer_mode)
+    rho = capability.respond(tmpl, q0.peer_requests[0], ep.sender, ep.receiver, ep.peer_mode,
+                             ep.goal_count)
     q1 = _full(ep.branch(), ep.receiver)
     mk = lambda stage, ctx, q_, code: Row(stage, ep.episode_id, ep.cluster_id,  # noqa: E731
                                           ep.template, code, ep.role_view, surface, ctx,
@@ -125,8 +126,8 @@ def decode(row: Row) -> Proposal:
     ctx = row.context
     if row.stage == "receiver_after_request":
       return Proposal(tmpl.branch(row.target, ctx.peer, ctx.agent,
-                                  ctx.observation["scale"]).receiver_path, ())
-    br = tmpl.branch(row.target, ctx.agent, ctx.peer, ctx.observation["scale"])
+                                  E.goal_count(ctx)).receiver_path, ())
+    br = tmpl.branch(row.target, ctx.agent, ctx.peer, E.goal_count(ctx), E.holdings(ctx))
     if row.stage == "sender_after_obtain":
       return Proposal(br.sender_path[1:], ())
     if ctx.prior.get("horizon") == "single":
@@ -143,7 +144,8 @@ def validate(row: Row) -> bool:
     return turn.kind == "state" and turn.payload == dict(ctx.observation["inventory"])
   snd, rcv = ((ctx.peer, ctx.agent) if row.stage == "receiver_after_request"
               else (ctx.agent, ctx.peer))
-  canon = templates.get(row.template).branch(row.binding, snd, rcv, ctx.observation["scale"])
+  canon = templates.get(row.template).branch(row.binding, snd, rcv, E.goal_count(ctx),
+                                             E.holdings(ctx))
   q = decode(row)
   if row.stage == "receiver_after_request":
     return (not q.peer_requests and
@@ -158,12 +160,3 @@ def validate(row: Row) -> bool:
           normalize_path(q.self_plan, snd) == normalize_path(own, snd) and
           normalize_path(q.peer_requests[0].requested_plan, rcv) ==
           normalize_path(canon.receiver_path, rcv))
-
-
-def write_jsonl(rows, path: str) -> int:
-  """Writes rows (prompt and target as separate fields); returns the number written."""
-  os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-  with open(path, "w", encoding="utf-8") as f:
-    for row in rows:
-      f.write(json.dumps(row.to_json(), sort_keys=True) + "\n")
-  return len(rows)

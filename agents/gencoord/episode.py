@@ -2,8 +2,14 @@
 
 `Episode` holds everything the runtime needs: the public instantiation ξ_pub (agents, named
 locations, template codebook), the private facts (the sender's active binding, the peer's
-workcell mode), the static world layout and the role permutation. Backends never see an
-`Episode`: they receive a `LocalContext` holding only what that agent may see.
+workcell mode), the world's instance facts (goal count; the layout carries every agent's sampled
+starting inventory, facts.py), the static world layout and the role permutation. Backends never
+see an `Episode`: they receive a `LocalContext` holding only what that agent may see.
+
+An agent's observation (`_obs`): its role, the template, the goal count (orders; absent where
+the binding code carries the count), its own starting inventory, and for the sender its private
+fact (the binding id, or a naturalized note). The named locations are public (ξ_pub) and enter
+commitments by name only, so they are not repeated in the observation.
 """
 import dataclasses
 import functools
@@ -33,7 +39,7 @@ class Episode:
   sender: str                      # sender / requester
   receiver: str                    # receiver / peer
   role_view: int                   # 0: agent_a sends, 1: agent_b sends
-  scale: int
+  goal_count: int                  # orders (1-4); quantities scale with it
   variant: int
   layout: Layout
   peer_mode: str = "GENERAL"       # receiver's private workcell mode
@@ -49,8 +55,10 @@ class Episode:
                           self.template, tmpl.bindings)
 
   def branch(self, binding: str | None = None) -> templates.Branch:
+    """The canonical branch: goal count k, the sender's obtain net of its starting holdings."""
     return templates.get(self.template).branch(binding or self.binding, self.sender,
-                                               self.receiver, self.scale)
+                                               self.receiver, self.goal_count,
+                                               self.inventory(self.sender))
 
   @property
   def terminal(self) -> tuple:
@@ -85,9 +93,35 @@ def _prior(ep: Episode, horizon: str = "multi") -> dict:
           "view": ep.view, "horizon": horizon}
 
 
+def _count(ep: Episode) -> dict:
+  return {"goal_count": ep.goal_count} if templates.get(ep.template).counted else {}
+
+
 def _obs(ep: Episode, agent: str, role: str, **private) -> dict:
-  return {"role": role, "template": ep.template, "scale": ep.scale,
+  return {"role": role, "template": ep.template, **_count(ep),
           "inventory": ep.inventory(agent), **private}
+
+
+# Stages whose output commits the deciding agent's sender path from its starting state.
+_FROM_START = ("sender_initial", "sender_intent", "requester_initial",
+               "requester_after_response", "centralized")
+
+
+def goal_count(ctx: LocalContext) -> int:
+  """The goal count a context shows (1 for a template whose binding carries the count)."""
+  return int(ctx.observation.get("goal_count", 1))
+
+
+def holdings(ctx: LocalContext) -> dict:
+  """The starting inventory the deciding agent's sender path is net of: its own observed
+  inventory at the stages that commit that path from the start, else {} (a receiver's path
+  and a sender's rest of path after its first step do not depend on it)."""
+  if ctx.stage not in _FROM_START:
+    return {}
+  obs = ctx.observation
+  if "views" in obs:
+    return dict(obs["views"][ctx.agent]["inventory"])
+  return dict(obs.get("inventory", {}))
 
 
 def _private_factors(ep: Episode) -> dict:
@@ -148,7 +182,7 @@ def requester_context(ep: Episode, initial: str | None = None,
 
 def centralized_context(ep: Episode) -> LocalContext:
   """Both current local views merged (the centralized full-information reference)."""
-  obs = {"role": "central", "template": ep.template, "scale": ep.scale,
+  obs = {"role": "central", "template": ep.template, **_count(ep),
          "views": {ep.sender: _obs(ep, ep.sender, "requester"),
                    ep.receiver: _obs(ep, ep.receiver, "peer", workcell_mode=ep.peer_mode)}}
   return LocalContext("centralized", ep.sender, ep.receiver, obs, prior=_prior(ep),

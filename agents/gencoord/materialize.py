@@ -1,9 +1,11 @@
 """Materialize(C, K, ξ_pub): a validated commitment -> a canonical dispatch plan D.
 
-The selected binding and the shared task structure rebuild the canonical branch; the plan is
-produced only when the commitment's normalised paths equal that canonical object (static plan
-consistency, Table S8) and every task grounds in this episode's world: a source for each
-obtained item, an existing station, container or site. Each task instance gets an id, its
+The selected binding and the shared task structure rebuild the canonical branch at the world's
+goal count, the sender's obtain net of its starting inventory (read from the layout, the same
+inventory its observation shows); the plan is produced only when the commitment's normalised
+paths equal that canonical object (static plan consistency, Table S8) and every task grounds
+in this episode's world: a source for each obtained item, an existing station, container or
+site. Each task instance gets an id, its
 actor, its grounding location, its predecessors from the merged relation P_C and, for the
 handoff, a checker attachment naming the intended inventory transfer.
 """
@@ -86,25 +88,32 @@ MEMOISE = True        # benchmarks switch memoisation off for the baseline loop
 
 
 def canonical_paths(template: templates.Template, binding: str, snd: str, rcv: str,
-                    scale: int) -> tuple:
-  """Normalised (sender path, receiver path) of the canonical branch of `binding`."""
-  key = (template.name, binding, snd, rcv, scale)
+                    k: int, held=None) -> tuple:
+  """Normalised (sender path, receiver path) of the canonical branch of `binding` at goal
+  count k, the sender holding `held` ({item: n}) at the start."""
+  held = tuple(sorted(dict(held or {}).items()))
+  key = (template.name, binding, snd, rcv, k, held)
   hit = _CANON.get(key) if MEMOISE else None
   if hit is None:
-    canon = template.branch(binding, snd, rcv, scale)
+    canon = template.branch(binding, snd, rcv, k, dict(held))
     hit = normalize_path(canon.sender_path, snd), normalize_path(canon.receiver_path, rcv)
     if MEMOISE and len(_CANON) < 65_536:
       _CANON[key] = hit
   return hit
 
 
-def materialize(c: Commitment, template: templates.Template, layout: Layout, scale: int,
+def materialize(c: Commitment, template: templates.Template, layout: Layout, goal_count: int,
                 episode_id: str = "ep"):
   """D = Materialize(C, K, ξ_pub), or MaterializationError(reason)."""
   if c.binding not in template.bindings:
     return MaterializationError(f"binding {c.binding!r} is not in the public codebook")
-  if canonical_paths(template, c.binding, c.sender, c.receiver, scale) != (c.sender_path,
-                                                                          c.receiver_path):
+  start = layout.agent_starts.get(c.sender)
+  held = dict(start[1]) if start is not None else {}
+  try:
+    canon = canonical_paths(template, c.binding, c.sender, c.receiver, goal_count, held)
+  except ValueError as e:          # the sender already holds a whole obtain (no such branch)
+    return MaterializationError(str(e))
+  if canon != (c.sender_path, c.receiver_path):
     return MaterializationError("commitment differs from the canonical task object of its "
                                 "binding")
   preds: dict = {}

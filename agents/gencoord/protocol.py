@@ -108,9 +108,11 @@ def _one_request(q: Proposal) -> bool:
 
 def _alternative(ep: E.Episode) -> PeerRequest:
   """The executable request that would be correct under the template's other binding."""
-  codebook = templates.get(ep.template).bindings
-  other = codebook[(codebook.index(ep.binding) + 1) % len(codebook)]
-  return PeerRequest(ep.receiver, ep.branch(other).receiver_path)
+  tmpl = templates.get(ep.template)
+  other = tmpl.bindings[(tmpl.bindings.index(ep.binding) + 1) % len(tmpl.bindings)]
+  # The requested path depends on the goal count only, never on the sender's holdings.
+  return PeerRequest(ep.receiver,
+                     tmpl.branch(other, ep.sender, ep.receiver, ep.goal_count).receiver_path)
 
 
 def _ground(rec: Record, c, world=None) -> None:
@@ -123,7 +125,7 @@ def _ground(rec: Record, c, world=None) -> None:
     rec.result = Fail("RESOLUTION_CONFLICT", c.reason)
     return
   rec.commitment = c
-  plan = materialize(c, templates.get(ep.template), ep.layout, ep.scale, ep.episode_id)
+  plan = materialize(c, templates.get(ep.template), ep.layout, ep.goal_count, ep.episode_id)
   if isinstance(plan, MaterializationError):
     rec.result = Fail("MATERIALIZATION_FAILURE", plan.reason)
     return
@@ -239,10 +241,11 @@ def run_forward(episodes, policy: CommitmentPolicy | RawTextPolicy, condition: s
       rec.receiver_follows_request = (
           resolve.normalize_path(q_rcv.self_plan, ep.receiver) ==
           resolve.normalize_path(q_snd.peer_requests[0].requested_plan, ep.receiver))
+    held = ep.inventory(ep.sender)
     if condition == "removed":
-      c = resolve.resolve_self_plans(q_snd, q_rcv, ep.sender, ep.receiver)
+      c = resolve.resolve_self_plans(q_snd, q_rcv, ep.sender, ep.receiver, held)
     else:
-      c = resolve.resolve_forward(q_snd, q_rcv, ep.sender, ep.receiver)
+      c = resolve.resolve_forward(q_snd, q_rcv, ep.sender, ep.receiver, held)
     _ground(rec, c, world)
   return recs
 
@@ -297,7 +300,8 @@ def run_dialogue(episodes, policy: RawTextPolicy, world=None) -> list[Record]:
     rec.receiver_follows_request = (
         resolve.normalize_path(q_rcv.self_plan, ep.receiver) ==
         resolve.normalize_path(q_snd.peer_requests[0].requested_plan, ep.receiver))
-    _ground(rec, resolve.resolve_forward(q_snd, q_rcv, ep.sender, ep.receiver), world)
+    _ground(rec, resolve.resolve_forward(q_snd, q_rcv, ep.sender, ep.receiver,
+                                         ep.inventory(ep.sender)), world)
   return recs
 
 
@@ -305,10 +309,10 @@ def _direct(rec: Record, q: Proposal, world=None) -> None:
   """Commit a single proposal as is (requester-local and centralized conditions)."""
   ep = rec.ep
   tmpl = templates.get(ep.template)
-  b = resolve.proposal_branch(tmpl, q, ep.sender, ep.receiver)
+  b = resolve.proposal_branch(tmpl, q, ep.sender, ep.receiver, ep.goal_count)
   c = resolve.join(resolve.normalize_path(q.self_plan, ep.sender),
                    resolve.normalize_path(q.peer_requests[0].requested_plan, ep.receiver),
-                   ep.sender, ep.receiver, "direct", binding=b)
+                   ep.sender, ep.receiver, "direct", binding=b, held=ep.inventory(ep.sender))
   _ground(rec, c, world)
 
 
@@ -346,9 +350,9 @@ def run_feedback(episodes, policy: CommitmentPolicy, condition: str = "correct",
       continue
     tmpl = templates.get(ep.template)
     args = (tmpl, q0.peer_requests[0], ep.sender, ep.receiver, ep.peer_mode)
-    rho = capability.respond(*args)
+    rho = capability.respond(*args, k=ep.goal_count)
     if condition == "counterfactual":
-      rho = capability.counterfactual(rho, *args)
+      rho = capability.counterfactual(rho, *args, k=ep.goal_count)
     if response_override is not None:
       rho = response_override(rho, ep)
     if not capability.response_valid(rho):
@@ -374,6 +378,6 @@ def run_feedback(episodes, policy: CommitmentPolicy, condition: str = "correct",
       rec.result = Fail("CONTRACT_REJECT", "revision must keep one request to the same peer")
       continue
     c = resolve.resolve_feedback(templates.get(ep.template), q0, rho, q1, ep.sender,
-                                 ep.receiver)
+                                 ep.receiver, ep.goal_count, ep.inventory(ep.sender))
     _ground(rec, c, world)
   return recs

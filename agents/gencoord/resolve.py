@@ -30,10 +30,12 @@ class Conflict:
   reason: str
 
 
-def _handoff(giver_path, taker_path, giver: str, taker: str, g: str, t: str):
+def _handoff(giver_path, taker_path, giver: str, taker: str, g: str, t: str, held=None):
   """HandoffCompatible: one producer-backed delivery from giver to taker, consumed by taker.
 
-  Returns ((giver node, consumer node, item, count), None) or (None, reason).
+  held: the giver's starting inventory ({item: n}); what it holds counts towards the handed-off
+  stock (its obtain step is net of it). Returns ((giver node, consumer node, item, count),
+  None) or (None, reason).
   """
   hands = [k for k, n in enumerate(giver_path)
            if n.skill == "resource.deliver" and value(n, "to") is not None]
@@ -44,11 +46,11 @@ def _handoff(giver_path, taker_path, giver: str, taker: str, g: str, t: str):
   if value(hand, "to") != taker:
     return None, f"handoff addressed to {value(hand, 'to')!r}, not to {taker!r}"
   item, count = value(hand, "item"), value(hand, "q")
-  stock = 0
+  stock = dict(held or {}).get(item, 0)
   for n in giver_path[:k]:                    # the producer must hold the item at the handoff
     stock += produces(n).get(item, 0) - consumes(n).get(item, 0)
   if stock < count:
-    return None, f"{giver} hands off {count} {item} but its prefix yields {stock}"
+    return None, f"{giver} hands off {count} {item} but holds and yields {stock}"
   first, used, made = None, 0, 0
   for m, n in enumerate(taker_path):
     need = consumes(n).get(item, 0)
@@ -93,9 +95,10 @@ def _binding(paths) -> tuple:
   return (binds.pop() if binds else None), None
 
 
-def join(s_path, r_path, snd: str, rcv: str, direction: str, binding=None):
-  """HandoffCompatible + complete acyclic merge of two normalised role-local paths."""
-  hand, why = _handoff(s_path, r_path, snd, rcv, "S", "R")
+def join(s_path, r_path, snd: str, rcv: str, direction: str, binding=None, held=None):
+  """HandoffCompatible + complete acyclic merge of two normalised role-local paths (held: the
+  sender's starting inventory)."""
+  hand, why = _handoff(s_path, r_path, snd, rcv, "S", "R", held)
   if hand is None:
     return Conflict(why)
   cross = [(hand[0], hand[1])]
@@ -117,8 +120,9 @@ def join(s_path, r_path, snd: str, rcv: str, direction: str, binding=None):
   return Commitment(snd, rcv, s_path, r_path, binding or bound, edges, direction, hand)
 
 
-def resolve_forward(q_snd: Proposal, q_rcv: Proposal, snd: str, rcv: str):
-  """Resolve→(q_snd, q_rcv): the receiver's SELF must realize the delivered request exactly."""
+def resolve_forward(q_snd: Proposal, q_rcv: Proposal, snd: str, rcv: str, held=None):
+  """Resolve→(q_snd, q_rcv): the receiver's SELF must realize the delivered request exactly
+  (held: the sender's starting inventory, for the handoff check)."""
   if len(q_snd.peer_requests) != 1:
     return Conflict("sender proposal must carry exactly one peer request")
   req = q_snd.peer_requests[0]
@@ -131,22 +135,23 @@ def resolve_forward(q_snd: Proposal, q_rcv: Proposal, snd: str, rcv: str):
   u_path = normalize_path(q_rcv.self_plan, rcv)
   if u_path != r_path:                         # Realizes_K(U, R) <=> U = R  (Eq. S1)
     return Conflict("receiver SELF does not realize the requested path")
-  return join(s_path, u_path, snd, rcv, "forward")
+  return join(s_path, u_path, snd, rcv, "forward", held=held)
 
 
-def resolve_self_plans(q_snd: Proposal, q_rcv: Proposal, snd: str, rcv: str):
+def resolve_self_plans(q_snd: Proposal, q_rcv: Proposal, snd: str, rcv: str, held=None):
   """Request-removed condition: join the two SELF paths with no request to realize."""
   if not q_rcv.self_plan:
     return Conflict("receiver produced no SELF path")
   return join(normalize_path(q_snd.self_plan, snd), normalize_path(q_rcv.self_plan, rcv),
-              snd, rcv, "self_plans")
+              snd, rcv, "self_plans", held=held)
 
 
-def proposal_branch(template: templates.Template, q: Proposal, req: str, peer: str):
-  """B(q): the public branch whose composed request path q asks for (None if none)."""
+def proposal_branch(template: templates.Template, q: Proposal, req: str, peer: str,
+                    k: int = 1):
+  """B(q): the public branch whose composed request path q asks for at goal count k."""
   if len(q.peer_requests) != 1:
     return None
-  return capability.requested_branch(template, q.peer_requests[0], req, peer)
+  return capability.requested_branch(template, q.peer_requests[0], req, peer, k)
 
 
 def _goal_fields(q: Proposal) -> tuple:
@@ -155,15 +160,16 @@ def _goal_fields(q: Proposal) -> tuple:
 
 
 def resolve_feedback(template: templates.Template, q0: Proposal, response, q1: Proposal,
-                     req: str, peer: str):
-  """Resolve←(q0, ρ, q1): the revision must realize the response-selected branch."""
-  initial = proposal_branch(template, q0, req, peer)
+                     req: str, peer: str, k: int = 1, held=None):
+  """Resolve←(q0, ρ, q1): the revision must realize the response-selected branch (k: the
+  goal count; held: the requester's starting inventory)."""
+  initial = proposal_branch(template, q0, req, peer, k)
   if initial is None:
     return Conflict("initial proposal selects no public branch")
   wanted = capability.branch_of_response(response, initial)
   if wanted is None:
     return Conflict(f"response {response.decision} selects no branch")
-  got = proposal_branch(template, q1, req, peer)
+  got = proposal_branch(template, q1, req, peer, k)
   if got != wanted:
     return Conflict(f"revision selects {got}, response selected {wanted}")
   if q1.peer_requests[0].target != q0.peer_requests[0].target:
@@ -172,4 +178,4 @@ def resolve_feedback(template: templates.Template, q0: Proposal, response, q1: P
     return Conflict("revision changed the requester goal fields")
   s_path = normalize_path(q1.self_plan, req)
   r_path = normalize_path(q1.peer_requests[0].requested_plan, peer)
-  return join(s_path, r_path, req, peer, "feedback", binding=wanted)
+  return join(s_path, r_path, req, peer, "feedback", binding=wanted, held=held)

@@ -1,8 +1,10 @@
 """Task suites and split generators with the paper's cluster counts.
 
-A semantic cluster is one (template, binding, world variant, scale); its two role views (which
-agent sends) are the episodes. Clusters come in binding pairs that share world variant and
-scale, so the receiver's context is identical within a pair until the request arrives.
+A semantic cluster is one (template, binding, world); its two role views (which agent sends)
+are the episodes. A world is a variant (named-location positions) and its instance facts, drawn
+from the variant (facts.py): the goal count (1-4 orders) and every agent's starting inventory.
+Clusters come in binding pairs that share the world, so the receiver's context is identical
+within a pair until the request arrives (and a Goal x Capability pair shares the requester's).
 
   forward("train")            480 clusters (60 per template, balanced bindings)
   forward("heldout")          128 clusters (16 per template)
@@ -14,12 +16,14 @@ scale, so the receiver's context is identical within a pair until the request ar
   capability("train")         160 training clusters (40 other world variants)
   visibility(view)             96 clusters: 3 motifs x 32, under full / skeleton / node_only
   naturalized(surface)        the 160 intervention clusters with naturalized private notes
-Variant ranges are disjoint across splits, so no world is shared between pools.
+Variant ranges are disjoint across splits, so no world is shared between pools, and no
+evaluation prompt is a training prompt: an evaluation world whose goal count and inventory
+would give some agent a view a training pool holds (`training_views`) is redrawn (facts.sample).
 """
 import dataclasses
 import functools
 
-from agents.gencoord import capability, crossproduct, motifs, templates, templates_heldout
+from agents.gencoord import capability, crossproduct, facts, motifs, templates, templates_heldout
 from agents.gencoord.episode import Episode
 from envs.minecraft.layout import make_layout
 
@@ -33,19 +37,40 @@ COUNTS = {"train": 480, "heldout": 128, "intervention": 160, "heldout_template":
 
 
 @functools.lru_cache(maxsize=4096)
-def _layout(variant: int, fuel_for: tuple = ()):
-  return make_layout(variant, AGENTS, extra_items={a: {"oak_planks": 8} for a in fuel_for})
+def _layout(variant: int, inventories: tuple):
+  return make_layout(variant, AGENTS, extra_items={a: dict(inv) for a, inv in inventories})
 
 
-def _views(cluster_id, suite, template, binding, variant, scale, split, peer_mode="GENERAL",
-           view="full", fuel=False) -> list[Episode]:
+@functools.lru_cache(maxsize=None)
+def _world(template: str, bindings: tuple, variant: int, training: bool) -> facts.Facts:
+  """The facts of a world shared by `bindings`; outside training, none of its views is one a
+  training pool holds."""
+  counts = facts.GOAL_COUNTS if templates.get(template).counted else (1,)
+  return facts.sample(template, bindings, variant, AGENTS,
+                      forbidden=frozenset() if training else training_views(),
+                      goal_counts=counts)
+
+
+@functools.lru_cache(maxsize=None)
+def training_views() -> frozenset:
+  """`facts.view_key` of every agent's view in every training pool (the forward train split,
+  which the single-step, free-form and naturalized training rows reuse; the seen cross-products;
+  the Goal x Capability training worlds)."""
+  eps = forward("train") + cross_product("seen") + capability_suite("train")
+  return frozenset(facts.view_key(ep.template, a, ep.goal_count, ep.inventory(a))
+                   for ep in eps for a in AGENTS)
+
+
+def _views(cluster_id, suite, template, binding, variant, world, split, peer_mode="GENERAL",
+           view="full") -> list[Episode]:
   out = []
   for role_view, (snd, rcv) in enumerate((AGENTS, AGENTS[::-1])):
-    layout = _layout(variant, AGENTS if fuel else ())
+    layout = _layout(variant, world.inventories)
     if peer_mode != "GENERAL":
       layout = layout.with_mode(rcv, peer_mode)
     out.append(Episode(f"{cluster_id}/r{role_view}", cluster_id, suite, template, binding,
-                       snd, rcv, role_view, scale, variant, layout, peer_mode, view, split))
+                       snd, rcv, role_view, world.goal_count, variant, layout, peer_mode, view,
+                       split))
   return out
 
 
@@ -58,9 +83,9 @@ def forward(split: str, templates_=None) -> list[Episode]:
     bindings = templates.get(name).bindings
     for i in range(per_template):
       variant = offset + 1000 * t_index + i // 2
-      scale = 1 + (i // 2) % 2
+      world = _world(name, bindings, variant, split == "train")
       eps += _views(f"{split}/{name}/{i:03d}", "forward", name, bindings[i % 2], variant,
-                    scale, split)
+                    world, split)
   return eps
 
 
@@ -74,9 +99,13 @@ def cross_product(split: str = "unseen") -> list[Episode]:
   if split not in ("seen", "unseen"):
     raise ValueError(f"cross_product split must be seen/unseen, got {split!r}")
   codes = [c for c in crossproduct.CODES if crossproduct.is_unseen(c) == (split == "unseen")]
-  return [ep for i, code in enumerate(codes)
-          for ep in _views(f"xprod_{split}/{i:03d}", "cross_product", "order_xprod", code,
-                           40_000 + i + (500 if split == "unseen" else 0), 1, split)]
+  eps = []
+  for i, code in enumerate(codes):
+    variant = 40_000 + i + (500 if split == "unseen" else 0)
+    world = _world("order_xprod", (code,), variant, split == "seen")
+    eps += _views(f"xprod_{split}/{i:03d}", "cross_product", "order_xprod", code, variant,
+                  world, split)
+  return eps
 
 
 def capability_suite(split: str = "eval") -> list[Episode]:
@@ -89,9 +118,10 @@ def capability_suite(split: str = "eval") -> list[Episode]:
   eps = []
   for goal in capability.GOALS:
     for w in range(worlds):
+      world = _world(f"capability_{goal}", capability.BRANCHES, offset + w, split == "train")
       for mode in ("RAW_PROCESSOR", "FINISHED_RECEIVER"):
         eps += _views(f"capability_{split}/{goal}/w{w}/{mode}", "capability",
-                      f"capability_{goal}", capability.MODE_BRANCH[mode], offset + w, 1,
+                      f"capability_{goal}", capability.MODE_BRANCH[mode], offset + w, world,
                       f"capability_{split}", mode)
   return eps
 
@@ -107,9 +137,9 @@ def visibility(view: str = "full") -> list[Episode]:
     name = motifs.MOTIF_TEMPLATES[motif]
     bindings = templates.get(name).bindings
     for i in range(32):
+      variant = 60_000 + 100 * motifs.MOTIFS.index(motif) + i // 2
       eps += _views(f"visibility/{motif}/{i:03d}", "visibility", name, bindings[i % 2],
-                    60_000 + 100 * motifs.MOTIFS.index(motif) + i // 2, 1, "visibility",
-                    view=view, fuel=True)
+                    variant, _world(name, bindings, variant, False), "visibility", view=view)
   return eps
 
 

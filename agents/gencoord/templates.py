@@ -2,9 +2,12 @@
 
 A template is the public task structure for one coordination edge: `compose(binding, snd, rcv,
 k)` returns the branch selected by `binding` (sender path, requested receiver path, terminal
-world predicate) at quantity scale `k`. This is the deterministic public composer that the
-rule policies, the data builder and the materializer share. The active binding is private to
-the sender; the receiver sees the template and both admissible branches, never which one is on.
+world predicate) for a goal count of `k` orders (every quantity scales with k). `branch(...,
+held=)` then nets the sender's starting holdings out of its obtain steps (`net_of_holdings`: it
+obtains what the goal needs minus what it holds). This is the deterministic public composer that
+the rule policies, the data builder, the resolver and the materializer share. The active binding
+is private to the sender; the receiver sees the template and both admissible branches, never
+which one is on. Goal count and inventories are the world's facts (facts.py).
 
 Every requested path carries `bind=<binding>` on its first task, as in the paper's examples.
 """
@@ -32,22 +35,46 @@ class Template:
   bindings: tuple                  # balanced admissible bindings (public codebook, in order)
   changed_field: str
   compose: Callable                # (binding, snd, rcv, k) -> Branch
+  counted: bool = True             # False: the binding code carries the count, k is unused
 
-  def branch(self, binding: str, snd: str, rcv: str, k: int = 1) -> Branch:
+  def branch(self, binding: str, snd: str, rcv: str, k: int = 1, held=None) -> Branch:
+    """The branch of `binding` at goal count k, the sender holding `held` ({item: n}) at
+    the start (None: nothing that its path obtains)."""
     key = (self.name, binding, snd, rcv, k)
-    hit = _BRANCH_CACHE.get(key)
-    if hit is not None:
-      return hit
-    if binding not in self.bindings:
-      raise ValueError(f"{binding!r} is not a binding of template {self.name}")
-    branch = self.compose(binding, snd, rcv, k)
-    if MEMOISE and len(_BRANCH_CACHE) < 65_536:   # the composer is pure: memoise its output
-      _BRANCH_CACHE[key] = branch
-    return branch
+    branch = _BRANCH_CACHE.get(key)
+    if branch is None:
+      if binding not in self.bindings:
+        raise ValueError(f"{binding!r} is not a binding of template {self.name}")
+      branch = self.compose(binding, snd, rcv, k)
+      if MEMOISE and len(_BRANCH_CACHE) < 65_536:   # the composer is pure: memoise its output
+        _BRANCH_CACHE[key] = branch
+    return net_of_holdings(branch, held) if held else branch
 
 
 _BRANCH_CACHE: dict = {}
 MEMOISE = True        # benchmarks switch memoisation off for the baseline loop
+
+
+def net_of_holdings(branch: Branch, held) -> Branch:
+  """The branch with each sender obtain step reduced by what the sender already holds.
+
+  The first `resource.obtain` of an item gets q = need - held[item]; handoff and later steps
+  keep the full quantities. Holdings that cover the whole need raise ValueError: the suites
+  draw holdings strictly below every need (facts.py), so an obtain step never disappears."""
+  held = dict(held or {})
+  path, seen = [], set()
+  for t in branch.sender_path:
+    item = t.args.get("item")
+    if t.skill == "resource.obtain" and held.get(item) and item not in seen:
+      seen.add(item)
+      q = t.args["q"] - held[item]
+      if q <= 0:
+        raise ValueError(f"the sender holds {held[item]} {item}, the goal needs {t.args['q']}")
+      t = task(t.skill, **{**t.args, "q": q})
+    path.append(t)
+  if not seen:
+    return branch
+  return Branch(tuple(path), branch.receiver_path, branch.terminal)
 
 
 def _obtain_and_hand(item, q, rcv):

@@ -12,7 +12,6 @@ condition on); refused actions stay in (predicting "Nothing happens." is part of
   texts = tokenizer_corpus(train)                                # what a tiny BPE is trained on
 """
 import dataclasses
-import json
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -20,6 +19,7 @@ import numpy as np
 from agents.wm.prompts import world_model_prompt
 from agents.wm.rewards import mismatched_targets
 from agents.wm.trajectory import Trajectory
+from lib.run.jsonl import read_jsonl
 
 
 @dataclasses.dataclass
@@ -121,17 +121,11 @@ def tokenizer_corpus(samples: Sequence[WMSample]) -> list[str]:
   return out + ["<think> </think> <next_state> </next_state> <action> </action>"] * 8
 
 
-def save_jsonl(path: str, rows: Iterable) -> None:
-  with open(path, "w") as f:
-    for r in rows:
-      f.write(json.dumps(r.to_json() if hasattr(r, "to_json") else r) + "\n")
-
-
 def load_samples(path: str) -> list[WMSample]:
-  with open(path) as f:
-    return [WMSample.from_json(json.loads(line)) for line in f if line.strip()]
+  """The samples of a JSONL file written by `lib.run.jsonl.write_jsonl` (one to_json() a line)."""
+  return [WMSample.from_json(r) for r in read_jsonl(path)]
 
 
 def load_trajectories(path: str) -> list[Trajectory]:
-  with open(path) as f:
-    return [Trajectory.from_json(json.loads(line)) for line in f if line.strip()]
+  """The trajectories of a JSONL file of Trajectory.to_json() rows."""
+  return [Trajectory.from_json(r) for r in read_jsonl(path)]

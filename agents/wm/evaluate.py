@@ -88,7 +88,7 @@ def _run_episodes(config, workdir, sources):
       specs = []
       for env, label, regime, split in runs:
         n = len(sources[env][1][split])
-        if split == "train" and config.get("seen_levels", 0):
+        if split == "train" and config.seen_levels:
           n = min(n, config.seen_levels)      # the first training levels only
         for level in range(n):
           for sample in range(config.samples):
@@ -182,7 +182,7 @@ def evaluate(config, workdir):
   scripted = any(dict(b)["kind"] == "scripted" for b in config.conditions.values())
   md = write_summary(workdir, summary, table,
                 title=f"World-model audit evaluation ({config.scale_label})",
-                debug=config.get("debug"),
+                debug=config.debug,
                 notes=("pass@k in percent with task-bootstrap 95% band at the largest k; AF = "
                        "action failure, LR = TIDE loop ratio (step / trajectory normalised), "
                        "repeat = repeated steps (all in percent); turns = mean agent turns per "

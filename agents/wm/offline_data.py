@@ -26,6 +26,7 @@ from agents.wm.trajectory import ExpertPolicy, NoisyExpertPolicy, Trajectory, co
 from envs.text.scienceworld_env import ScienceWorld
 from envs.text.sources import text_env_sources
 from lib.run import tb
+from lib.run.jsonl import write_jsonl
 from lib.run.results import ResultsLog, write_summary
 
 
@@ -87,10 +88,10 @@ def collect_data(config, workdir):
   train = data.sample(train_pool, config.n_train, seed=config.sample_seed)
   heldout = data.held_out(data.transitions(trajs["eval"], config.history_window),
                           train_pool, n=config.n_heldout, seed=config.sample_seed)
-  data.save_jsonl(os.path.join(workdir, "train.jsonl"), train)
-  data.save_jsonl(os.path.join(workdir, "train_mis.jsonl"),
-                  data.with_mismatched_targets(train, seed=config.seed))
-  data.save_jsonl(os.path.join(workdir, "heldout.jsonl"), heldout)
+  write_jsonl(os.path.join(workdir, "train.jsonl"), [s.to_json() for s in train])
+  write_jsonl(os.path.join(workdir, "train_mis.jsonl"),
+              [s.to_json() for s in data.with_mismatched_targets(train, seed=config.seed)])
+  write_jsonl(os.path.join(workdir, "heldout.jsonl"), [s.to_json() for s in heldout])
 
   table = []
   for env in sorted({r["env"] for r in rows}):

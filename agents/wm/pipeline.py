@@ -24,6 +24,8 @@ from agents.wm.trajectory import ExpertPolicy, Trajectory
 from envs.text.sources import text_env_sources
 from lib.models import model_setup, tokenizer as tokenizer_lib
 from lib.run import config_blocks
+from lib.run.jsonl import write_jsonl
+from lib.sft import chat_rows
 
 
 def _fits(tok, s: data.WMSample, t) -> bool:
@@ -42,15 +44,15 @@ def warm_start(config, workdir: str, data_dir: str, seed: int) -> str:
     # Held-out transitions may have been added since (a validate-only run, then the full one).
     held = data.load_samples(os.path.join(data_dir, "heldout.jsonl"))
     tok = tokenizer_lib.load_tokenizer(out)
-    data.save_jsonl(os.path.join(workdir, "heldout_short.jsonl"),
-                    [s for s in held if _fits(tok, s, t)])
+    write_jsonl(os.path.join(workdir, "heldout_short.jsonl"),
+                [s.to_json() for s in held if _fits(tok, s, t)])
     return out
   samples = data.load_samples(os.path.join(data_dir, "train.jsonl"))
   held = data.load_samples(os.path.join(data_dir, "heldout.jsonl"))
   rows_json = [json.loads(l) for l in open(os.path.join(data_dir, "results.jsonl"))]
   # Agent rows: expert episodes only, or (agent_rows="all") the noisy-expert ones too, a weaker
   # behaviour policy whose off-plan steps are still admissible actions copied from the list.
-  agent_rows = c.get("agent_rows", "expert")
+  agent_rows = c.agent_rows
   if agent_rows not in ("expert", "all"):
     raise ValueError(f"sft.agent_rows must be 'expert' or 'all', got {agent_rows!r}")
   trajs = [Trajectory.from_json(r["trajectory"]) for r in rows_json
@@ -62,11 +64,11 @@ def warm_start(config, workdir: str, data_dir: str, seed: int) -> str:
   model, tok = policy.load_policy(config.model, seed, workdir, corpus)
   short = [s for s in samples if _fits(tok, s, t)]
   short_held = [s for s in held if _fits(tok, s, t)]
-  data.save_jsonl(os.path.join(workdir, "train_short.jsonl"), short)
-  data.save_jsonl(os.path.join(workdir, "heldout_short.jsonl"), short_held)
+  write_jsonl(os.path.join(workdir, "train_short.jsonl"), [s.to_json() for s in short])
+  write_jsonl(os.path.join(workdir, "heldout_short.jsonl"), [s.to_json() for s in short_held])
   rows = warmstart.sft_rows(short, trajs, config.history_window, c.teacher_view,
                             c.drop_repeats)
-  encoded = warmstart.encode_rows(tok, rows, c.max_len)
+  encoded = chat_rows.encode_rows(tok, rows, c.max_len)
   params, losses = warmstart.sft(model, encoded, c, config.sft_optim, seed, workdir)
   steps = warmstart.sft_steps(c, len(encoded))
   policy.export(model, params, tok, out)

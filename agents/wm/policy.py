@@ -95,7 +95,6 @@ def next_state_span(tok, tokens: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 def export(model, params, tok, path: str) -> str:
   """Writes params into `model` and saves an HF-format directory with the tokenizer."""
   nnx.update(model, params)
-  models.save_pretrained(model, model.config, path)
-  tokenizer_lib.save_tokenizer(tok, path)
+  models.save_pretrained(model, model.config, path, tokenizer=tok)
   return path
 

@@ -12,9 +12,9 @@ optimizer and sampling settings; only the reward or supervision source differs:
           GT or MIS next observation; generalized JSD on the student's <next_state> span.
   BASE    no updates; the initial model is exported so evaluation treats it like the others.
 
-Outputs: TensorBoard scalars, checkpoints in <workdir>/ckpt (resumable: data order and keys depend
-only on (seed, iteration)), the final model as an HF directory <workdir>/hf (loadable by the flax
-backend and by transformers/vLLM), summary.json/md.
+Outputs: TensorBoard scalars, checkpoints in <workdir>/ckpt (the RL loop of lib/rl/loop.py;
+resumable: data order and keys depend only on (seed, iteration)), the final model as an HF
+directory <workdir>/hf (loadable by the flax backend and by transformers/vLLM), summary.json/md.
 """
 import os
 import time
@@ -22,14 +22,11 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
-from absl import logging
 
 from agents.wm import conditions, data, embedders, policy
 from agents.wm.rewards import extract_next_state
 from lib.parallel import sharding
-from lib.rl import grpo, opsd
-from lib.run import tb
-from lib.run.progress import progress, show_step
+from lib.rl import grpo, loop as rl_loop, opsd
 from lib.run.results import write_summary
 from lib.train import optim, setup as train_loop
 from lib.train.state import nnx_apply_fn
@@ -124,36 +121,30 @@ def train_condition(config, workdir):
   apply_fn, params = nnx_apply_fn(model, compute_dtype=dtype)
   mesh = sharding.mesh_from_config(config)   # FSDP shards of the state, the batch split
   state, state_sh = train_loop.create_state(params, tx, mesh)
-  initial = jax.tree.map(jnp.copy, state.params)   # GRPO reference / OPSD teacher (same shards)
-  ckpt, state, start, meta = train_loop.resume(workdir, state,
-                                                start_fresh=train_loop.fresh_start(config))
   sample_kw = dict(max_new_tokens=c.max_output_tokens, eos_ids=policy.eos_ids(tok, model),
                    pad_id=prompts.pad_id)
   decode = lambda row, n: policy.decode(tok, row, n)
   if cond.trainer:
     trainer_cls, config_cls, initial_arg = _TRAINERS[cond.trainer]
     cfg = config_cls.from_config(config[cond.trainer])
-    trainer = trainer_cls(apply_fn, grpo.nnx_sample_fn(model, temperature=cfg.temperature,
-                                                       **sample_kw),
-                          state, tx, cfg, **{initial_arg: initial},
-                          step_fn=trainer_cls.mesh_step_fn(apply_fn, tx, cfg, batch, mesh,
-                                                           state_sh))
   if cond.trainer == "grpo":
     embed = embedders.make_embedder(config.embedder) if cond.reward == "embedding" else None
-  tokens_seen = int(meta.get("tokens_seen", 0))
-  # Seconds of earlier sessions (a resumed run reports its whole cost, not the last session's).
-  wall_before, cpu_before = float(meta.get("wall_s", 0.0)), float(meta.get("cpu_s", 0.0))
-  elapsed = lambda: (wall_before + time.perf_counter() - t_start,
-                     cpu_before + time.process_time() - cpu_start)
-  history = list(meta.get("reward_history", []))
-  stats = list(meta.get("stats_history", []))   # per iteration: what the trainer saw
   pad = c.pad_prompts_to or 16
-  bar = progress(total=steps, initial=start, desc=cond.name, unit="it")
-  for it in range(start, steps):
+  formed = []   # well-formed replies (a complete, non-empty <next_state>) of the latest iteration
+
+  def make_trainer(state, initial_params):   # GRPO reference / OPSD teacher: the initial model
+    if not cond.trainer:
+      return None
+    return trainer_cls(apply_fn, grpo.nnx_sample_fn(model, temperature=cfg.temperature,
+                                                    **sample_kw),
+                       state, tx, cfg, **{initial_arg: initial_params},
+                       step_fn=trainer_cls.mesh_step_fn(apply_fn, tx, cfg, batch, mesh, state_sh))
+
+  def iterate(trainer, it):
     idx = prompts.batch_indices(config.seed, it, batch)
     it_key = jax.random.fold_in(jax.random.fold_in(key, 1), it)
     student = prompts.padded(prompts.student, idx, pad)
-    formed = []   # well-formed replies (a complete, non-empty <next_state>) of this iteration
+    formed.clear()
 
     def watch(tokens, lengths):
       formed.extend(extract_next_state(decode(tokens[i], int(lengths[i]))) is not None
@@ -165,41 +156,38 @@ def train_condition(config, workdir):
           jax.random.fold_in(jax.random.fold_in(key, 2), it), config.reward.threshold,
           config.reward.coin_p)
 
-      def reward_fn(tokens, lengths, inner=inner):
+      def reward_fn(tokens, lengths):
         watch(tokens, lengths)
         return inner(tokens, lengths)
 
-      m = trainer.iteration(*student, reward_fn, it_key)
-      history.append(m["reward_mean"])
-      stats.append({"well_formed": float(np.mean(formed)), "reward_std": m["reward_std"],
-                    "nonzero_adv_group_frac": 1.0 - m["zero_std_group_frac"]})
-    else:
-      def span_fn(tokens, lengths):
-        watch(tokens, lengths)
-        if c.span == "next_state":
-          return policy.next_state_span(tok, tokens, lengths)
-        return np.ones(tokens.shape, np.int32)
-      teacher = prompts.padded(prompts.teacher, idx, pad)
-      m = trainer.iteration(student, teacher, it_key, span_fn=span_fn)
-      history.append(m["jsd"])
-      stats.append({"well_formed": float(np.mean(formed)),
-                    "target_span_tokens": m["target_span_tokens"]})
-    tokens_seen += int(m["train_tokens"])
-    m["tokens_seen"] = tokens_seen
-    tb.scalars(workdir, it + 1, m, f"{cond.trainer}/")
-    show_step(bar, m)
-    if (it + 1) % c.log_every == 0:
-      logging.info("%s iteration %d: %s", cond.name, it + 1,
-                   {k: round(v, 4) for k, v in m.items()})
-    if (it + 1) % c.ckpt_every == 0 or it + 1 == steps:
-      wall, cpu = elapsed()
-      ckpt.save(it + 1, trainer.state, metadata={"tokens_seen": tokens_seen,
-                                                 "reward_history": history,
-                                                 "stats_history": stats,
-                                                 "wall_s": wall, "cpu_s": cpu})
-  bar.close()
-  final_params = trainer.state.params if cond.trainer else state.params
-  hf_dir = policy.export(model, final_params, tok, os.path.join(workdir, "hf")) if c.export else ""
+      return trainer.iteration(*student, reward_fn, it_key)
+
+    def span_fn(tokens, lengths):
+      watch(tokens, lengths)
+      if c.span == "next_state":
+        return policy.next_state_span(tok, tokens, lengths)
+      return np.ones(tokens.shape, np.int32)
+    teacher = prompts.padded(prompts.teacher, idx, pad)
+    return trainer.iteration(student, teacher, it_key, span_fn=span_fn)
+
+  def record(m):   # the training signal and what the trainer saw, kept in the checkpoints
+    if cond.trainer == "grpo":
+      return {"signal": m["reward_mean"], "well_formed": float(np.mean(formed)),
+              "reward_std": m["reward_std"],
+              "nonzero_adv_group_frac": 1.0 - m["zero_std_group_frac"]}
+    return {"signal": m["jsd"], "well_formed": float(np.mean(formed)),
+            "target_span_tokens": m["target_span_tokens"]}
+
+  settings = rl_loop.RLLoopConfig(log_every=c.log_every, ckpt_every=c.ckpt_every,
+                                  prefix=f"{cond.trainer}/", desc=cond.name,
+                                  start_fresh=train_loop.fresh_start(config))
+  run = rl_loop.train(state, make_trainer, iterate, steps, workdir, settings, record=record,
+                      started=(t_start, cpu_start))
+  history = [r["signal"] for r in run.records]
+  stats = [{k: v for k, v in r.items() if k != "signal"} for r in run.records]
+  tokens_seen = run.tokens_seen
+  hf_dir = (policy.export(model, run.state.params, tok, os.path.join(workdir, "hf"))
+            if c.export else "")
   k = max(1, len(history) // 5)
   summary = {
       "condition": cond.name, "trainer": cond.trainer or "none", "target": cond.target or "none",
@@ -207,13 +195,13 @@ def train_condition(config, workdir):
       "permute_scores": cond.permute, "embedder": config.embedder.kind
       if cond.reward == "embedding" else "none",
       "samples": len(prompts), "dropped_over_length": prompts.dropped, "steps": steps,
-      "resumed_from": start, "tokens_seen": tokens_seen,
+      "resumed_from": run.resumed_from, "tokens_seen": tokens_seen,
       "signal_first": float(np.mean(history[:k])) if history else None,
       "signal_last": float(np.mean(history[-k:])) if history else None,
       "signal_mean": float(np.mean(history)) if history else None,
       **{f"{name}_mean": float(np.mean([r[name] for r in stats]))
          for name in (stats[0] if stats else {})},
-      "hf_dir": hf_dir, **dict(zip(("wall_s", "cpu_s"), elapsed()))}
+      "hf_dir": hf_dir, **dict(zip(("wall_s", "cpu_s"), run.elapsed()))}
   signal = "mean reward" if cond.trainer == "grpo" else "student-teacher JSD"
   # well_formed_mean: replies with a complete <next_state>; for GRPO, reward_std_mean is the
   # within-batch reward spread and nonzero_adv_group_frac_mean the groups that carry a gradient.

@@ -17,7 +17,8 @@ The SFT itself is the one loop, `lib.sft.loop.train`, on length-grouped batches.
 
     rows = sft_rows(samples, trajs, history_window)
     kept = [s for s in samples if fits(tok, s, max_output_tokens)]
-    params, losses = sft(model, encode_rows(tok, rows, max_len), c, optim_c, seed, workdir)
+    params, losses = sft(model, chat_rows.encode_rows(tok, rows, max_len), c, optim_c, seed,
+                         workdir)
     stats = rollout_check(model, tok, kept, ...)
 """
 from typing import Any, Sequence
@@ -29,7 +30,6 @@ from agents.wm import conditions, data, policy
 from agents.wm.prompts import agent_prompt
 from agents.wm.rewards import extract_next_state
 from agents.wm.trajectory import Trajectory
-from lib.models import tokenizer as tokenizer_lib
 from lib.rl import grpo
 from lib.sft import batches as sft_batches, loop as sft_loop
 from lib.train import optim
@@ -82,23 +82,10 @@ def sft_rows(samples: Sequence[data.WMSample], trajs: Sequence[Trajectory],
   return rows
 
 
-def encode_rows(tok, rows, max_len: int) -> list[tuple[list[int], list[int]]]:
-  """(prompt ids, target ids + EOS) of the rows that fit `max_len`."""
-  end = tok.convert_tokens_to_ids(tokenizer_lib.IM_END)
-  out = []
-  for msgs, reply in rows:
-    prompt = policy.encode_chat(tok, msgs)
-    target = tok.encode(reply, add_special_tokens=False) + [end]
-    if len(prompt) + len(target) <= max_len:
-      out.append((prompt, target))
-  return out
-
-
 def sft_steps(c: Any, n_rows: int) -> int:
   """Optimizer steps of the warm start: `epochs` passes over the rows when set (> 0), else
   `steps`. Sizing by epochs keeps the passes fixed when the data grows."""
-  epochs = c.get("epochs", 0)
-  return -(-int(epochs * n_rows) // c.batch) if epochs else int(c.steps)
+  return -(-int(c.epochs * n_rows) // c.batch) if c.epochs else int(c.steps)
 
 
 def sft(model, encoded, c: Any, optim_c: Any, seed: int, workdir: str) -> tuple[Any, list]:
@@ -110,7 +97,7 @@ def sft(model, encoded, c: Any, optim_c: Any, seed: int, workdir: str) -> tuple[
 
   Args:
     model: the policy (its params are the starting point; the caller exports the result).
-    encoded: (prompt ids, target ids + EOS) rows from `encode_rows`.
+    encoded: (prompt ids, target ids + EOS) rows from `lib.sft.chat_rows.encode_rows`.
     c: the `sft` block (steps or epochs, batch, bucket, log_every, ckpt_every).
     optim_c: the optimizer block (`lib.train.optim.from_config`).
     seed: data seed.
@@ -125,11 +112,11 @@ def sft(model, encoded, c: Any, optim_c: Any, seed: int, workdir: str) -> tuple[
   apply_fn, params = nnx_apply_fn(model)
   window = -(-max(len(t) for _, t in encoded) // 8) * 8     # every target fits the window
   batches = sft_batches.length_grouped_batches(encoded, c.batch, seed,
-                                               multiple=c.get("bucket", 0), left_pad=True)
-  run = sft_loop.train(apply_fn, TrainState.create(params, tx), tx, batches, steps,
-                       workdir, target_window=window, log_every=c.log_every,
-                       ckpt_every=c.ckpt_every, ckpt_subdir="sft_ckpt", max_to_keep=1,
-                       prefix="sft/")
+                                               multiple=c.bucket, left_pad=True)
+  run = sft_loop.train(apply_fn, TrainState.create(params, tx), tx, batches, steps, workdir,
+                       sft_loop.SFTConfig(target_window=window, log_every=c.log_every,
+                                          ckpt_every=c.ckpt_every, ckpt_subdir="sft_ckpt",
+                                          max_to_keep=1, prefix="sft/"))
   return run.state.params, run.losses
 
 

@@ -18,7 +18,7 @@ def get_config(arg=None):
   c.prompt_len = 16
   c.new_tokens = 8 if arg.debug else arg.new_tokens  # greedy, no EOS: every row runs to the end
   c.rounds = 2 if arg.debug else arg.rounds                 # interleaved timed rounds per side
-  # lib/roofline.probe: numpy STREAM arrays (MiB each, 0 = auto: 4x L3, >= 256 MiB), jitted
+  # lib/plan/roofline.probe: numpy STREAM arrays (MiB each, 0 = auto: 4x L3, >= 256 MiB), jitted
   # float32 matmul size, best-of repetitions; debug runs probe small sizes (an L3 figure, labelled).
   c.roofline = dict(stream_mib=16 if arg.debug else 0, matmul_n=256 if arg.debug else 2048,
                     reps=2 if arg.debug else 5)

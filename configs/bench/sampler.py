@@ -19,7 +19,7 @@ def get_config(arg=None):
   c.new_tokens = 8 if arg.debug else arg.new_tokens  # greedy, no EOS: every row runs to the end
   c.rounds = 2 if arg.debug else arg.rounds                 # interleaved timed rounds per side
   c.init_std = 0.02                                         # transformers' initializer_range
-  # lib/roofline.probe: numpy STREAM arrays (MiB each, 0 = auto: 4x L3, >= 256 MiB), jitted
+  # lib/plan/roofline.probe: numpy STREAM arrays (MiB each, 0 = auto: 4x L3, >= 256 MiB), jitted
   # float32 matmul size, best-of repetitions; debug runs probe small sizes (an L3 figure, labelled).
   c.roofline = dict(stream_mib=16 if arg.debug else 0, matmul_n=256 if arg.debug else 2048,
                     reps=2 if arg.debug else 5)

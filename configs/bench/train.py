@@ -19,7 +19,7 @@ def get_config(arg=None):
                  lr=1e-5, weight_decay=0.01,
                  rounds=2 if arg.debug else 5,  # interleaved jax/torch rounds (lib/bench/rounds.py)
                  reps=2)                        # updates per side per round
-  # lib/roofline.probe: numpy STREAM arrays (MiB each, 0 = auto: 4x L3, >= 256 MiB), jitted
+  # lib/plan/roofline.probe: numpy STREAM arrays (MiB each, 0 = auto: 4x L3, >= 256 MiB), jitted
   # float32 matmul size, best-of repetitions; debug runs probe small sizes (an L3 figure, labelled).
   c.roofline = dict(stream_mib=16 if arg.debug else 0, matmul_n=256 if arg.debug else 2048,
                     reps=2 if arg.debug else 5)

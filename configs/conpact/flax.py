@@ -11,7 +11,7 @@ python launch.py --config=configs/conpact/flax.py:checkpoint=runs/sft/export,bud
 import ml_collections
 
 from configs import common
-from configs.conpact.scripted import conditions
+from configs.conpact.scripted import PAIRED_VS, conditions
 from lib.run.config_blocks import backend_config, host_block
 
 
@@ -39,4 +39,5 @@ def get_config(arg=None):
   keep = ("react", "assertion", "conpact_i")
   c.conditions = [{**x, "settings": {**x["settings"], **tokens}}
                   for x in conditions(subgoal_steps=2) if x["name"] in keep]
+  c.paired_vs = list(PAIRED_VS)
   return c

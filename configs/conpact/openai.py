@@ -14,7 +14,7 @@ OPENAI_API_KEY=... python launch.py --config=configs/conpact/openai.py:base_url=
 import ml_collections
 
 from configs import common
-from configs.conpact.scripted import conditions
+from configs.conpact.scripted import PAIRED_VS, conditions
 from lib.run.config_blocks import backend_config, host_block
 
 
@@ -49,4 +49,5 @@ def get_config(arg=None):
   tokens = {"actor_max_tokens": arg.max_tokens, "planner_max_tokens": arg.max_tokens,
             "temperature": arg.temperature}
   c.conditions = [{**x, "settings": {**x["settings"], **tokens}} for x in conditions(subgoal_steps=3)]
+  c.paired_vs = list(PAIRED_VS)
   return c

@@ -27,6 +27,7 @@ from lib.run.config_blocks import backend_config, host_block
 ENVS = ("sokoban", "minigrid", "procgen", "crafter")
 PROCGEN_GAMES = ("bigfish", "chaser", "coinrun", "jumper", "maze", "miner")  # paper Table 5
 DEBUG_NEW_ENV_BUDGET = 12  # a debug run with Procgen/Crafter caps A = C (160 there) of every env
+PAIRED_VS = ("plan_act", "assertion")  # reference conditions of the paired differences
 
 ABLATION = [  # (name, correction trigger, conflict feedback, planner participation)
     ("conpact_no_trigger", False, False, False),
@@ -88,4 +89,5 @@ def get_config(arg=None):
   c.actor_backend = {}
   c.scripted = dict(noise={"perception": arg.perception, "recheck_miss": 0.1}, abstain=0.1)
   c.conditions = conditions(subgoal_steps=3)
+  c.paired_vs = list(PAIRED_VS)
   return c

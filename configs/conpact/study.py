@@ -88,6 +88,7 @@ def get_config(arg=None):
     arg.planner_epochs = arg.actor_epochs = 0.0    # the measured small run: 150 steps each
   c = ml_collections.ConfigDict()
   c.experiment = "conpact/study"
+  c.debug = d
   c.seed = 0
   c.start_fresh = False                      # True: retrain models from step 0 (stages still skip)
   c.label = "tiny models trained here"
@@ -156,6 +157,7 @@ def get_config(arg=None):
                                     min_batch=32)
   ev.scripted = dict(noise={}, abstain=0.0)
   ev.conditions = _conditions(ARM_CONDITIONS if arg.arms else ONLINE, reply)
+  ev.paired_vs = list(scripted_config.PAIRED_VS)
   c.online = ev
   c.trained_conditions = list(TRAINED)
 
@@ -189,6 +191,7 @@ def _arms_config(arg) -> ml_collections.ConfigDict:
   (`--config.runs.R1.online.host.executor=ray`)."""
   c = ml_collections.ConfigDict()
   c.experiment = "conpact/arms"
+  c.debug = arg.debug
   c.seed = 0
   c.label = "tiny models trained here"
   c.recheck = arg.recheck
@@ -196,8 +199,7 @@ def _arms_config(arg) -> ml_collections.ConfigDict:
   c.runs = ml_collections.ConfigDict()
   for name, arm, pipeline in ARM_RUNS[:2] if arg.debug else ARM_RUNS:
     args = ",".join(f"{k}={v}" for k, v in {**shared, "arm": arm, "pipeline": pipeline}.items())
-    c.runs[name] = get_config(args)
-    c.runs[name].debug = arg.debug   # what launch.py records for a run started alone
+    c.runs[name] = get_config(args)   # with its `debug`, as launch.py records a run alone
   c.comparisons = list(ARM_CONDITIONS[:2])   # ConPAct-I minus each, Holm over the two
   c.n_resamples = 200 if arg.debug else 2000
   first = c.runs[ARM_RUNS[0][0]]   # `--plan`: the runs' largest step (the same in every run)

@@ -11,6 +11,7 @@ def get_config(arg=None):
   arg = common.parse_arg(arg, debug=False)
   c = ml_collections.ConfigDict()
   c.experiment = "gencoord/bench"
+  c.debug = arg.debug
   c.seed = 0
   c.suite = "intervention"
   c.backend = "rule_minimal_request"

@@ -12,6 +12,7 @@ def base(arg) -> ml_collections.ConfigDict:
   c = ml_collections.ConfigDict()
   c.experiment = "gencoord/learned"
   c.title = "GenCoord learned backends"
+  c.debug = arg.debug
   c.seeds = list(range(arg.seeds))
   c.recipes = ["direct_dsl"]
   c.max_rows = 0                       # 0: every supervision row (debug runs subsample)
@@ -24,7 +25,8 @@ def base(arg) -> ml_collections.ConfigDict:
   # Paper recipe: AdamW, cosine with 3% warm-up, weight decay 0.01, clip 1.0, effective batch
   # 16, final-step checkpoint; lr raised for a from-scratch model, epochs as each config says.
   c.train = dict(epochs=2, batch=16, lr=3e-3, warmup_frac=0.03, weight_decay=0.01,
-                 clip_norm=1.0, log_every=10, ckpt_every=60, batching="rows")
+                 clip_norm=1.0, log_every=10, ckpt_every=60, batching="rows",
+                 select=None)          # early stopping on a validation split (the quickstart)
   c.mesh = dict(data=1, fsdp=1)        # FSDP over data x fsdp devices (agents/gencoord/learned/train)
   # `--plan`: one SFT step of `train.batch` rows. Rows are left-padded to the longest: 368 tokens
   # for the embedded recipes (freeform, with the three-recipe BPE; the quickstart's direct_dsl
@@ -32,7 +34,8 @@ def base(arg) -> ml_collections.ConfigDict:
   c.plan = plan_block(trainer="sft", rows=c.train.get_ref("batch"), seq_len=384)
   c.eval = dict(suite="heldout", max_clusters=16 if arg.debug else 0, max_batch=256,
                 reference="dsl", conditions=[dict(name="dsl", recipe="direct_dsl")],
-                timing_clusters=8 if arg.debug else 40, throughput=True,
+                timing_clusters=8 if arg.debug else 40, throughput=True, spread_clusters=False,
                 n_resamples=10_000, bootstrap_seed=8901, paired_seed=8911)
   c.paper = {}
+  c.bar = None                         # the quickstart's pass bar (success_pct) for its verdict
   return c

@@ -54,5 +54,6 @@ def get_config(arg=None):
       c.reference = keep[0]
   c.max_clusters = 2 if arg.debug else arg.clusters   # 0 = the whole suite
   c.world = arg.world                                 # "sim" | "live"
+  c.debug = arg.debug
   c.live = dict(speed=arg.speed, startup_timeout_s=60.0, op_timeout_s=30.0)
   return c

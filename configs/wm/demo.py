@@ -44,8 +44,10 @@ def get_config(arg=None):
                         overrides={"hidden_size": 64, "intermediate_size": 128, "num_layers": 2})
   # SFT warm start on short replies (agents/wm/warmstart.py); length-grouped batches
   # teacher_view: the OPSD teacher's prompt (privileged next observation) is in the SFT data too
-  c.sft = dict(steps=150 if arg.debug else arg.sft_steps, batch=8, max_len=512, log_every=25,
-               ckpt_every=100, teacher_view=True,
+  # epochs > 0 sizes the run in passes over the rows instead of `steps`; bucket: the
+  # length-bucket granularity in tokens (0: power-of-two buckets, lib.sft.batches)
+  c.sft = dict(steps=150 if arg.debug else arg.sft_steps, epochs=0.0, batch=8, bucket=0,
+               max_len=512, log_every=25, ckpt_every=100, teacher_view=True,
                # expert + noisy-expert episodes: a tiny model trained on expert steps of 40
                # games alone never picks a listed action in unseen games (95% action failure)
                agent_rows="all",
@@ -70,6 +72,9 @@ def get_config(arg=None):
 
   e = wm_eval_config.get_config("debug")
   e.scale_label = c.scale_label
+  # None: the nested evaluation's summary takes no debug label of its own (its directory holds
+  # no config.json to read one from); the demo's and the study's summaries carry it.
+  e.debug = None
   # CPU budget: short episodes; every condition x level x sample runs through the host loop
   e.max_steps = 5 if arg.debug else arg.eval_steps
   e.max_tokens = 48

@@ -22,6 +22,7 @@ def get_config(arg=None):
   arg = common.parse_arg(arg, debug=False, samples=64, base_url="http://127.0.0.1:8000/v1")
   c = ml_collections.ConfigDict()
   c.experiment = "wm/eval"
+  c.debug = arg.debug
   c.seed = 0
   c.scale_label = "CPU scale, scripted stand-ins" if arg.debug else "full scale"
   c.max_steps = 30

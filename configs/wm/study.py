@@ -75,7 +75,7 @@ def get_config(arg=None):
   c.sft.steps = 150
   c.sft.epochs = 0.0 if arg.debug else arg.sft_epochs
   c.sft.batch = 8 if arg.debug else 16
-  c.sft.bucket = 64                 # 64-token length buckets (lib/sft_batches.length_grouped)
+  c.sft.bucket = 64                 # 64-token length buckets (lib/sft/batches.length_grouped)
   c.sft.ckpt_every = 200
   # one agent row per run of a repeated (observation, action) step: the noisy expert's "look"
   # loops made a warm start that answers "look" everywhere (agents/wm/warmstart.sft_rows)

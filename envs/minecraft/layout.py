@@ -27,13 +27,15 @@ CONTAINERS = tuple(n for n, (kind, _) in STANDARD_LOCATIONS.items() if kind == "
 SITES = tuple(n for n, (kind, _) in STANDARD_LOCATIONS.items() if kind in ("site", "marker"))
 STATIONS = tuple(n for n, (kind, _) in STANDARD_LOCATIONS.items() if kind == "station")
 SOURCES = {block: n for n, (kind, block) in STANDARD_LOCATIONS.items() if kind == "source"}
+STARTING_KIT = {"wooden_pickaxe": 1}      # every agent's inventory before `extra_items`
 
 
 def make_layout(variant: int, agents=("agent_a", "agent_b"), extra_items=None,
                 omit=(), size: int = 48) -> Layout:
   """A layout for world variant `variant` (same variant, same positions).
 
-  extra_items: {agent: {item: count}} added to the starting inventories.
+  extra_items: {agent: {item: count}} added to the starting inventories (STARTING_KIT); the
+    GenCoord suites pass each world's sampled inventories here (agents/gencoord/facts.py).
   omit: location names left out of this world (used to test materialization failures).
   """
   rng = np.random.default_rng(10_007 * int(variant) + 17)
@@ -47,7 +49,7 @@ def make_layout(variant: int, agents=("agent_a", "agent_b"), extra_items=None,
     locations[name] = Location(name, kind, pos, block)
   starts = {}
   for i, agent in enumerate(agents):
-    inv = {"wooden_pickaxe": 1}
+    inv = dict(STARTING_KIT)
     for item, n in (extra_items or {}).get(agent, {}).items():
       inv[item] = inv.get(item, 0) + n
     starts[agent] = ((size // 2 + 2 * i, size // 2), tuple(inv.items()), "GENERAL")

@@ -33,8 +33,6 @@ from lib.bench.rounds import Rounds
 from lib.run import tb
 from lib.run.results import write_summary
 
-TASKS = ("BabyAI-GoToRedBall-v0", "BabyAI-GoToObj-v0", "BabyAI-GoToLocal-v0", "BabyAI-GoTo-v0",
-         "BabyAI-GoToDoor-v0", "BabyAI-BlockedUnlockPickup-v0")
 PEERS = {  # peer row name -> (our comparable task, builder name)
     "minigrid/navix/Navix-GoToDoor-8x8-v0": ("BabyAI-GoToDoor-v0", "_navix"),
     "minigrid/xminigrid/MiniGrid-BlockedUnlockPickUp": ("BabyAI-BlockedUnlockPickup-v0",
@@ -131,11 +129,8 @@ def _jax_side(carry, run, key):
 
 
 def _options(config) -> dict:
-  opts = dict(config.get("minigrid", {}) or {})
-  debug = bool(opts.get("debug", False))
-  return {"tasks": list(opts.get("tasks", TASKS[:1] + TASKS[4:] if debug else TASKS)),
-          "peers": bool(opts.get("peers", True)),
-          "farama_steps": int(opts.get("farama_steps", 300 if debug else 3000))}
+  m = config.minigrid
+  return {"tasks": list(m.tasks), "peers": bool(m.peers), "farama_steps": int(m.farama_steps)}
 
 
 def measure(config, timer: Rounds | None = None) -> list[dict]:

@@ -22,4 +22,4 @@ def run(config, workdir):
     with open(os.path.join(run_dirs[name], "config.json"), "w", encoding="utf-8") as f:
       f.write(sub.to_json_best_effort(indent=2, sort_keys=True))   # as launch.py writes it
     study.run(sub, run_dirs[name])   # skips every stage a session before finished
-  return arms_report.write(config, workdir, run_dirs, debug=bool(config.get("debug", False)))
+  return arms_report.write(config, workdir, run_dirs, debug=bool(config.debug))

@@ -7,9 +7,9 @@ import os
 
 from agents.conpact import demonstrations
 from agents.conpact.learned import field_probe
-from agents.conpact.learned import rows as study_rows
 from envs import splits
 from lib.backends import factory
+from lib.run.jsonl import read_jsonl
 from lib.run.results import write_summary
 
 ROLES_ROWS = {"planner": demonstrations.planner_rows, "actor": demonstrations.actor_rows}
@@ -43,7 +43,7 @@ def run(config, workdir):
     b = copy.deepcopy(config.backend)
     b.model.checkpoint = export
     backend = factory.make_backend(b, workdir=workdir)
-    sets = {"train": study_rows.read_jsonl(os.path.join(config.study_dir, "data", f"{role}.jsonl")),
+    sets = {"train": read_jsonl(os.path.join(config.study_dir, "data", f"{role}.jsonl")),
             "held_out": _held_out(study, role, config.held_out, config.seed)}
     for name, rows in sets.items():
       picked = field_probe.initial_rows(rows, config.per_env, config.seed)

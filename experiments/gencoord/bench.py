@@ -105,5 +105,5 @@ def run(config, workdir):
   write_summary(workdir, summary, table, title="GenCoord closed-loop throughput",
                 notes=line + f"\n\nSuite `{config.suite}`, backend `{config.backend}`, "
                              f"condition `{config.condition}`.",
-                debug=config.get("debug"))
+                debug=config.debug)
   return summary

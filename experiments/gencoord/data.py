@@ -9,6 +9,8 @@ import os
 from absl import logging
 
 from agents.gencoord import data, suites
+from agents.gencoord.learned import split_audit
+from lib.run.jsonl import write_jsonl
 from lib.run.results import write_summary
 
 
@@ -35,7 +37,8 @@ def _write(rows, workdir, name, pool, surface) -> dict:
   bad = [r.episode_id for r in rows if not data.validate(r)]
   if bad:
     raise ValueError(f"{len(bad)} rows do not map back to their binding, e.g. {bad[:3]}")
-  n = data.write_jsonl(rows, os.path.join(workdir, name))
+  n = write_jsonl(os.path.join(workdir, name), [split_audit.row_record(r) for r in rows],
+                  sort_keys=True)
   stages = {}
   for r in rows:
     stages[r.stage] = stages.get(r.stage, 0) + 1

@@ -51,11 +51,11 @@ def run(config, workdir):
   writer = tb.writer(workdir)
   # world="live": every episode executes on a flying-squid server with Mineflayer bots.
   live = None
-  if config.get("world", "sim") == "live":
+  if config.world == "live":
     # Function-local: the live runtime starts the Node bridge (flying-squid, Mineflayer).
     from envs.minecraft.live import eval_hooks
     live = eval_hooks.open_runtime(config, workdir)
-  elif config.get("world", "sim") != "sim":
+  elif config.world != "sim":
     raise ValueError(f"config.world must be 'sim' or 'live', got {config.world!r}")
   try:
     _run_conditions(config, conditions, episodes, log, runner, live)
@@ -78,7 +78,7 @@ def _run_conditions(config, conditions, episodes, log, runner, live):
     extra = {"horizon": vars(spec).get("horizon", "multi")} if config.protocol == "forward" else {}
     if live is not None:
       extra["world"] = live.world_for
-    bar = progress(total=len(todo), desc=spec.name, unit="episode")   # silent without a TTY
+    bar = progress(total=len(todo), desc=spec.name, unit="episode")  # a line per 30 s without a TTY
     for k in range(0, len(todo), config.batch):
       for rec in runner(todo[k:k + config.batch], policy, spec.condition, **extra):
         row = metrics.episode_row(rec)
@@ -98,7 +98,8 @@ def _report(config, workdir, conditions, episodes, rows, writer, live):
   for i, spec in enumerate(conditions):
     row = metrics.condition_row(spec.name, by_condition[spec.name], config.n_resamples,
                                 config.bootstrap_seed + i)
-    row["paper_%"] = config.paper.get(spec.name, "")
+    # The paper table names only the conditions the paper reports.
+    row["paper_%"] = config.paper[spec.name] if spec.name in config.paper else ""
     table.append(row)
     writer.add_scalar(f"gencoord/{config.suite}/{spec.name}/success", row["success_%"], 0)
   paired = [metrics.paired_row(s.name, config.reference, by_condition[config.reference],
@@ -133,7 +134,7 @@ def _report(config, workdir, conditions, episodes, rows, writer, live):
   summary["figures"] = [_figure(config, workdir, conditions, by_condition)]
   notes += f"\n![success by condition]({summary['figures'][0]})\n"
   write_summary(workdir, summary, table, title=config.title, notes=notes,
-                debug=config.get("debug"))
+                debug=config.debug)
   return summary
 
 
@@ -166,5 +167,5 @@ def _figure(config, workdir, conditions, by_condition) -> str:
   plots.bar_with_ci(ax_calls, names, [calls], ylabel="model calls per episode",
                     xlabel="condition", ymax=float(np.ceil(top)), value_format="{:.2f}",
                     title="Model calls (95% cluster-bootstrap CI)")
-  fig.suptitle(f"{config.title}{' (debug run)' if config.get('debug') else ''}", fontsize=10)
+  fig.suptitle(f"{config.title}{' (debug run)' if config.debug else ''}", fontsize=10)
   return os.path.basename(plots.save(fig, os.path.join(workdir, "success.png")))

@@ -26,14 +26,15 @@ from absl import logging
 from agents.gencoord import data, metrics, protocol, suites
 from agents.gencoord.learned import chat, report, sft_rows, tokenizer as dsl_tokenizer, train
 from agents.gencoord.learned import policy as learned_policy
-from agents.gencoord.learned import training_recipes, validation
+from agents.gencoord.learned import split_audit, training_recipes, validation
 from agents.gencoord.policies import registry as policies
 from lib import models as lib_models
 from lib.models import model_setup
-from lib.models.tokenizer import load_tokenizer, save_tokenizer
+from lib.models.tokenizer import load_tokenizer
 from lib.run import tb
+from lib.run.jsonl import write_jsonl
 from lib.run.results import ResultsLog
-from lib.sft import batches as sft_batches
+from lib.sft import batches as sft_batches, chat_rows
 
 
 def _episodes(config, view=None):
@@ -46,7 +47,7 @@ def _episodes(config, view=None):
   n = config.eval.max_clusters
   if n:
     ids = sorted(suites.clusters(eps))
-    if config.eval.get("spread_clusters", False):   # quickstart configs leave it unset
+    if config.eval.spread_clusters:
       per: dict = {}
       for ep in eps:
         per.setdefault(ep.template, [])
@@ -83,7 +84,7 @@ def _batching(config, rows):
   permutation of rows; "contrast" -> only rows in a full group, and their contrast groups
   (`sft_rows.contrast_groups`: every batch holds each of its worlds with every binding and
   role view)."""
-  mode = config.train.get("batching", "rows")
+  mode = config.train.batching
   if mode == "rows":
     return rows, None
   if mode != "contrast":
@@ -117,7 +118,7 @@ def _early_stopping(config, recipe_name, tok, mdir, n_rows):
 
   select: split (a forward split other than heldout), every_epochs, min_epochs, stop_at
   (cluster exact match in [0, 1] that ends training)."""
-  sel = config.train.get("select")
+  sel = config.train.select
   if not sel:
     return None
   spe = sft_batches.steps_per_epoch(n_rows, config.train.batch)
@@ -138,7 +139,8 @@ def _run_condition(spec, recipe, eps, policy, seed, horizon, tokens):
     row = json.loads(json.dumps(metrics.episode_row(rec), default=list))
     tok = tokens.get(rec.ep.episode_id, [0, 0])
     row.update(condition=spec.name, seed=seed, input_tokens=tok[0], output_tokens=tok[1],
-               view=rec.ep.view)
+               view=rec.ep.view,
+               prompt_sha256=getattr(policy, "prompt_hashes", {}).get(rec.ep.episode_id, []))
     rows.append(row)
   return rows
 
@@ -171,7 +173,9 @@ def run(config, workdir):
     bad = [r.episode_id for r in rows if not data.validate(r)]
     if bad:
       raise ValueError(f"recipe {n}: {len(bad)} rows fail validation, e.g. {bad[:3]}")
-    data.write_jsonl(rows, os.path.join(workdir, "data", f"{n}.jsonl"))
+    write_jsonl(os.path.join(workdir, "data", f"{n}.jsonl"),
+                [split_audit.row_record(r) for r in rows],
+                sort_keys=True)
   tok = _tokenizer(config, workdir, rows_by_recipe)
   t_data = time.perf_counter() - t_start
   logging.info("gencoord_learned: data + tokenizer (%d tokens) in %.1fs", len(tok), t_data)
@@ -187,7 +191,8 @@ def run(config, workdir):
       recipe = training_recipes.get(n)
       mdir = os.path.join(workdir, "models", n, f"s{seed}")
       rows, groups = _batching(config, rows_by_recipe[n])
-      arrays = sft_rows.encode_rows(rows, tok, recipe.surface)
+      arrays = sft_batches.left_padded(
+          chat_rows.encode_rows(tok, chat.sft_pairs(rows, recipe.surface)), tok.pad_token_id or 0)
       stopping = _early_stopping(config, n, tok, mdir, arrays["input_ids"].shape[0])
       model, mcfg, rep = train.train_sft(arrays, tok, config, mdir, seed, tag=f"sft/{n}/s{seed}",
                                          early_stopping=stopping, groups=groups)
@@ -198,8 +203,7 @@ def run(config, workdir):
                  mean_target_tokens=float(arrays["target_len"].mean()))
       train_reports[f"{n}/s{seed}"] = rep
       if config.export_hf:
-        lib_models.save_pretrained(model, mcfg, os.path.join(mdir, "hf"))
-        save_tokenizer(tok, os.path.join(mdir, "hf"))
+        lib_models.save_pretrained(model, mcfg, os.path.join(mdir, "hf"), tokenizer=tok)
       models_[n] = model
     for spec_d in specs:
       spec = _Spec(**spec_d)

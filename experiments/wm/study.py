@@ -186,8 +186,8 @@ def run(config, workdir):
     analyses, md_sections, pngs = stages.run("report", lambda: study_report(
         by_cs, outdir=os.path.join(workdir, "analysis"), n_resamples=config.report.n_resamples,
         trace_samples=config.report.trace_samples, scale_label=config.scale_label,
-        min_samples=config.report.get("overlap_min_samples", 4),
-        overlap_pool_seeds=config.report.get("overlap_pool_seeds", False)), rerun=True)
+        min_samples=config.report.overlap_min_samples,
+        overlap_pool_seeds=config.report.overlap_pool_seeds), rerun=True)
     summary.update(pooled=pooled, per_seed=eval_rows, over_seeds=seeds_table, analyses=analyses,
                    train={s: {n: {k: v for k, v in t.items() if k != "hf_dir"}
                               for n, t in ts.items()} for s, ts in trained.items()},

@@ -27,7 +27,7 @@ Quick reference:
   logp = models.sequence_token_logprobs(model, input_ids, attention_mask)   # [B,T-1] log p(x_t|x_<t)
 
   model, config = models.load_pretrained("path/to/hf_dir", dtype="bfloat16")   # local, no network
-  models.save_pretrained(model, config, "path/to/out")   # transformers / vLLM can load it
+  models.save_pretrained(model, config, "path/to/out", tokenizer=tok)   # + tokenizer: servable
 
   vec = models.embed(model, input_ids, attention_mask)  # [B,hidden] unit vectors (last-token pool)
 

@@ -10,8 +10,8 @@ jitted step over a mesh of them is one SPMD program that every process runs on i
 collectives between processes go over NCCL on GPUs, ICI/DCN on TPUs and gloo (TCP) on CPUs.
 `launch.py --jax_coordinator=host:port --jax_num_processes=N --jax_process_id=i` calls
 `initialize`; `--jax_coordinator=auto` lets JAX detect the cluster (Cloud TPU, SLURM, Open MPI).
-tests/lib/test_distributed.py runs two processes on one machine against one with the same four
-devices (docs/running.md#multi-host).
+tests/lib/parallel/test_distributed.py runs two processes on one machine against one with the
+same four devices (docs/running.md#multi-host).
 """
 import jax
 

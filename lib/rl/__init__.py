@@ -2,7 +2,8 @@
 
   losses.py   group advantages, the clipped policy-gradient loss, k3 KL, entropy, aggregation
   jsd.py      the generalized Jensen-Shannon divergence of on-policy distillation
-  trainer.py  what the GRPO and OPSD trainers share: config blocks, mesh steps, the train state
+  trainer.py  what the GRPO and OPSD trainers share: the frozen copy, jitted and mesh steps
   grpo.py     GRPO: prompts -> groups of samples -> rewards -> clipped updates
   opsd.py     OPSD: student samples, a frozen teacher scores, JSD updates
+  loop.py     the one RL loop: resume, build the trainer, iterate, evaluate, log, checkpoint
 """

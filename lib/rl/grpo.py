@@ -13,7 +13,7 @@ Hot paths (log-probs, the update step) are jitted once per shape; nothing runs p
 """
 import dataclasses
 import time
-from typing import Any, Callable
+from typing import Any, Callable, ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -23,14 +23,16 @@ from flax import nnx
 
 from lib.generate import sampling
 from lib.rl import losses as rl, trainer as rl_trainer
+from lib.run.config_blocks import ConfigBlock
 from lib.train import optim
 from lib.train.state import ApplyFn, TrainState, map_row_chunks
 
 
 @dataclasses.dataclass(frozen=True)
-class GRPOConfig(rl_trainer.ConfigBlock):
+class GRPOConfig(ConfigBlock):
   """Defaults follow the audit's Table 6 (ALFWorld GRPO) where it gives one; `from_config` reads
   it from the `grpo` config block."""
+  block_name: ClassVar[str] = "grpo"
   group_size: int = 8             # rollout n
   temperature: float = 1.0        # sampling temperature; log-probs use the same scaling
   clip_eps: float = 0.2

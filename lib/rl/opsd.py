@@ -12,7 +12,7 @@ importance weight min(exp(logp_student - logp_old), is_clip) (exactly 1 on the f
 """
 import dataclasses
 import time
-from typing import Any, Callable
+from typing import Any, Callable, ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -21,14 +21,16 @@ import optax
 
 from lib.models.logprobs import token_logprobs
 from lib.rl import jsd as distill, trainer as rl_trainer
+from lib.run.config_blocks import ConfigBlock
 from lib.train import optim
 from lib.train.state import ApplyFn, TrainState, map_row_chunks
 
 
 @dataclasses.dataclass(frozen=True)
-class OPSDConfig(rl_trainer.ConfigBlock):
+class OPSDConfig(ConfigBlock):
   """Defaults follow the audit's Table 6 (OPSD column); `from_config` reads it from the `opsd`
   config block."""
+  block_name: ClassVar[str] = "opsd"
   alpha: float = 0.5              # JSD mixture weight (0: KL(T||S), 1: KL(S||T))
   temperature: float = 1.0        # sampling and distillation temperature
   is_clip: float = 2.0            # importance-weight clip

@@ -1,8 +1,7 @@
-"""The skeleton the GRPO (lib/rl/grpo.py) and OPSD (lib/rl/opsd.py) trainers share: their configs
-built
-from a config block, the train state with a frozen copy of the initial params (GRPO's reference,
-OPSD's teacher), the update step jitted once per accumulation count, and that step jitted over a
-("data", "fsdp") mesh instead. The losses, rollouts and iterations stay in the trainers.
+"""The skeleton the GRPO (lib/rl/grpo.py) and OPSD (lib/rl/opsd.py) trainers share: the train
+state with a frozen copy of the initial params (GRPO's reference, OPSD's teacher), the update step
+jitted once per accumulation count, and that step jitted over a ("data", "fsdp") mesh instead.
+The losses, rollouts and iterations stay in the trainers.
 
     step_fn = GRPOTrainer.mesh_step_fn(apply_fn, tx, cfg, prompts, mesh, state_sh)  # None: 1 device
     trainer = GRPOTrainer(apply_fn, sample_fn, state, tx, cfg, step_fn=step_fn)
@@ -10,7 +9,6 @@ OPSD's teacher), the update step jitted once per accumulation count, and that st
 A trainer names its step builder (`make_step`), whether that step takes the frozen params
 (`takes_frozen_params`) and how many rows one optimizer step takes (`minibatch_rows`).
 """
-import dataclasses
 from typing import Any, Callable
 
 import jax
@@ -19,25 +17,6 @@ import optax
 
 from lib.parallel import sharding
 from lib.train.state import ApplyFn, TrainState
-
-
-class ConfigBlock:
-  """Base of a trainer's frozen dataclass config: `from_config` reads it from a config block."""
-
-  @classmethod
-  def from_config(cls, c: Any):
-    """Builds the config from a block of field values; absent fields keep their defaults.
-
-    Args:
-      c: mapping (dict or ml_collections.ConfigDict) of the config's field names to values.
-    Returns:
-      The config. Raises ValueError naming any unknown field.
-    """
-    names = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(dict(c)) - names)
-    if unknown:
-      raise ValueError(f"unknown {cls.__name__} fields {unknown}; valid: {sorted(names)}")
-    return cls(**dict(c))
 
 
 class RLTrainer:

@@ -2,7 +2,8 @@
 
   config_blocks.py  the `model`, `plan`, `host`, `backend` config blocks (unknown fields raise)
   console.py        the console and log file of a launched run (quiet libraries, one-line errors)
-  progress.py       progress bars for long loops (tqdm on a terminal, quiet in logs and CI)
+  jsonl.py          whole JSONL files written atomically in strict JSON, and read back
+  progress.py       progress bars for long loops (tqdm on a terminal, a line per 30 s in CI)
   results.py        resumable per-row results.jsonl and strict-JSON summaries
   stages.py         resumable pipeline stages with their wall and CPU seconds (stages.json)
   tb.py             one TensorBoard writer per run directory

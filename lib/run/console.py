@@ -1,9 +1,10 @@
 """What a launched run shows on the console and writes to its log file.
 
-By default the console gets warnings, errors, the progress bars (`lib.run.progress`, on a terminal
-only) and, at the end, the run's summary table with the paths of its figures (`summary_report`);
-the run's own INFO lines go to <workdir>/log.txt only, and other libraries' INFO lines (orbax's
-checkpoint internals, hundreds per run) nowhere. `verbose=True` sends everything everywhere.
+By default the console gets warnings, errors, the progress bars (`lib.run.progress`: drawn on a
+terminal; without one, a line every 30 s, which log.txt gets too) and, at the end, the run's
+summary table with the paths of its figures (`summary_report`); the run's own INFO lines go to
+<workdir>/log.txt only, and other libraries' INFO lines (orbax's checkpoint internals, hundreds per
+run) nowhere. `verbose=True` sends everything everywhere.
 """
 import contextlib
 import glob
@@ -22,6 +23,14 @@ _LIBRARY_DIRS = tuple({os.path.realpath(sysconfig.get_paths()[k]) for k in ("pur
 # JAX logs one INFO line for every platform it probes and cannot open ("Unable to initialize
 # backend 'tpu': ... libtpu.so"), on every machine without that accelerator.
 _BACKEND_PROBE_LOGGER = "jax._src.xla_bridge"
+# Matplotlib logs "generated new fontManager" (INFO, after absl has set the root logger to INFO and
+# before run_logging filters the console) and, when that takes over 5 s, a WARNING that it is
+# building the font cache; its font_manager also warns of each missing font family it replaces.
+_QUIETED_LOGGERS = {"matplotlib": std_logging.WARNING, "matplotlib.font_manager": std_logging.ERROR}
+
+# `logging.info(..., extra=ON_CONSOLE)`: an INFO line for the console as well as log.txt (the
+# progress lines of a run without a terminal, lib/run/progress.py).
+ON_CONSOLE = {"on_console": True}
 
 
 def _on_tpu_host() -> bool:
@@ -80,9 +89,10 @@ def quiet_import_banners(argv: list[str]) -> None:
   Call it before transformers or JAX is imported: transformers reads
   TRANSFORMERS_NO_ADVISORY_WARNINGS when it is imported (its "PyTorch was not found" advice in a
   venv without torch), and JAX's backend probe lines are INFO records of one logger, raised to
-  WARNING here (a probe that fails for a platform the run asked for still raises). Where libtpu is
-installed on a machine without TPU chips, its load warnings are ended too
-(`quiet_libtpu_off_tpu_host`).
+  WARNING here (a probe that fails for a platform the run asked for still raises), and so are
+  matplotlib's font cache lines (raised to WARNING, its font_manager to ERROR). Where libtpu is
+  installed on a machine without TPU chips, its load warnings are ended too
+  (`quiet_libtpu_off_tpu_host`).
 
   Args:
     argv: sys.argv.
@@ -92,6 +102,8 @@ installed on a machine without TPU chips, its load warnings are ended too
     return
   os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
   std_logging.getLogger(_BACKEND_PROBE_LOGGER).setLevel(std_logging.WARNING)
+  for name, level in _QUIETED_LOGGERS.items():
+    std_logging.getLogger(name).setLevel(level)
 
 
 class LibraryInfoFilter(std_logging.Filter):
@@ -111,7 +123,7 @@ class LibraryInfoFilter(std_logging.Filter):
 
 
 class WarningsOnly(std_logging.Filter):
-  """Keeps WARNING and above (the console of a non-verbose run)."""
+  """Keeps WARNING and above and lines logged with `extra=ON_CONSOLE` (a non-verbose console)."""
 
   def filter(self, record: std_logging.LogRecord) -> bool:
     """Whether to keep a record.
@@ -119,9 +131,9 @@ class WarningsOnly(std_logging.Filter):
     Args:
       record: the log record.
     Returns:
-      True when its level is WARNING or above.
+      True when its level is WARNING or above or it was logged with `extra=ON_CONSOLE`.
     """
-    return record.levelno >= std_logging.WARNING
+    return record.levelno >= std_logging.WARNING or getattr(record, "on_console", False)
 
 
 @contextlib.contextmanager

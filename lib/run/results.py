@@ -21,6 +21,8 @@ from typing import Any, Iterable, Sequence
 
 from absl import logging
 
+from lib.run.jsonl import atomic_file
+
 RESULTS = "results.jsonl"
 
 
@@ -73,7 +75,8 @@ class ResultsLog:
     if rejected:
       self._reject(rejected)
     if rejected or torn:
-      _rewrite_atomically(self.path, b"".join(kept))
+      with atomic_file(self.path, "wb") as f:   # a crash leaves the old or the new file
+        f.write(b"".join(kept))
 
   def _parse_row(self, line: bytes) -> tuple[dict | None, str | None]:
     """Returns (row, None) for a valid row, else (None, why it is not one)."""
@@ -145,21 +148,6 @@ class ResultsLog:
 
   def __exit__(self, *exc) -> None:
     self.close()
-
-
-def _rewrite_atomically(path: str, data: bytes) -> None:
-  """Replaces `path` by `data` so that a crash leaves either the old or the new file."""
-  tmp = path + ".tmp"
-  with open(tmp, "wb") as f:
-    f.write(data)
-    f.flush()
-    os.fsync(f.fileno())
-  os.replace(tmp, path)
-  directory = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
-  try:
-    os.fsync(directory)  # makes the rename itself durable
-  finally:
-    os.close(directory)
 
 
 def _jsonable(x: Any) -> Any:

@@ -17,6 +17,9 @@ from lib.serve.errors import RequestError
 
 MAX_TOP_LOGPROBS = 20  # OpenAI's own cap on top_logprobs
 MAX_STOP_STRINGS = 4
+# Newer OpenAI clients send the system turn as role "developer"; chat templates (Qwen's, our
+# ChatML) and the backends know only ROLES, so it is rendered as the system turn.
+ROLE_ALIASES = {"developer": "system"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -24,13 +27,14 @@ class ServerLimits:
   """What one request and the server as a whole may ask for (configs/serve.py `limits`).
 
   context_length: the model's (prompt + new tokens per row); None when the backend has none.
-  max_prompt_tokens / max_new_tokens: per request. max_batch: rows (requests x n) per sampler batch;
-  also the largest `n`. max_queue: waiting requests before new ones get 503. request_timeout_s: a
-  request still unanswered after this long is cancelled (504). socket_timeout_s: idle or half-sent
-  connections are closed after this long. stuck_after_s: /health fails when the model worker made no
-  progress for this long. max_body_bytes: request bodies above this get 413. max_embed_inputs: texts
-  per embeddings call. max_constraint_cells: states x token classes of one structured-output table
-  (lib/generate/token_dfa.py).
+  max_prompt_tokens / max_new_tokens: per request. max_batch: rows (requests x n) per sampler
+  batch; also the largest `n`. max_queue: waiting requests before new ones get 503.
+  request_timeout_s: a request still unanswered after this long is cancelled (504).
+  socket_timeout_s: idle or half-sent connections are closed after this long.
+  stuck_after_s: /health fails when the model worker made no progress for this long.
+  max_body_bytes: request bodies above this get 413. max_embed_inputs: texts per embeddings call.
+  max_constraint_cells: states x token classes of one structured-output table
+    (lib/generate/token_dfa.py).
   """
   context_length: int | None = None
   max_prompt_tokens: int = 4096
@@ -228,13 +232,16 @@ def parse_chat(body, model_name: str, limits: ServerLimits) -> GenerationRequest
     raise RequestError(400, "messages must be a non-empty list", param="messages")
   conv = []
   for i, m in enumerate(messages):
-    if not isinstance(m, dict) or m.get("role") not in ROLES:
-      raise RequestError(400, f"messages[{i}] needs a role in {ROLES}", param="messages")
-    calls = m.get("tool_calls") if m["role"] == "assistant" else None
+    role = m.get("role") if isinstance(m, dict) else None
+    role = ROLE_ALIASES.get(role, role) if isinstance(role, str) else None
+    if role not in ROLES:
+      raise RequestError(400, f"messages[{i}] needs a role in {ROLES + tuple(ROLE_ALIASES)}",
+                         param="messages")
+    calls = m.get("tool_calls") if role == "assistant" else None
     if calls is not None and not isinstance(calls, list):
       raise RequestError(400, f"messages[{i}].tool_calls must be a list", param="messages")
     content = m.get("content")
-    conv.append({"role": m["role"], "content": "" if content is None and calls else
+    conv.append({"role": role, "content": "" if content is None and calls else
                  message_text(content, i), **({"tool_calls": calls} if calls else {})})
   tool_calls.hf_messages(conv)  # 400 for a tool call without a name or with non-JSON arguments
   max_field = "max_completion_tokens" if body.get("max_completion_tokens") is not None \

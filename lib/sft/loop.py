@@ -2,7 +2,8 @@
 
     batch_at = sft_batches.epoch_batches(arrays, batch=8, seed=0)      # or any step -> batch fn
     state = TrainState.create(params, tx)
-    run = sft_loop.train(apply_fn, state, tx, batch_at, steps, workdir, target_window=K)
+    run = sft_loop.train(apply_fn, state, tx, batch_at, steps, workdir,
+                         sft_loop.SFTConfig(target_window=K))
     nnx.update(model, run.state.params)
 
 Every caller (experiments/train_sft.py, GenCoord learned training, ConPAct-R/S, the WM warm start)
@@ -15,7 +16,7 @@ tqdm bar (loss, tokens/s; silent when stderr is not a terminal).
 """
 import dataclasses
 import time
-from typing import Any, Callable
+from typing import Any, Callable, ClassVar
 
 import jax
 import numpy as np
@@ -24,6 +25,7 @@ from absl import logging
 
 from lib.parallel import sharding
 from lib.run import tb
+from lib.run.config_blocks import ConfigBlock
 from lib.run.progress import progress
 from lib.sft import step as sft
 from lib.sft.batches import BatchSource
@@ -59,43 +61,69 @@ def _jit_step(apply_fn, tx, accum_steps, target_window, mesh, state_sharding):
   return sharding.jit_step(step_fn, mesh, state_sharding)
 
 
+@dataclasses.dataclass(frozen=True)
+class SFTConfig(ConfigBlock):
+  """The SFT loop's settings (a `lib.run.config_blocks.ConfigBlock`, as GRPO's and OPSD's are).
+
+  target_window: answer-window step (left-padded rows, every target in the last K tokens).
+  accum_steps: micro-batches per step (B must be divisible by it).
+  log_every, ckpt_every: logging / checkpoint periods in steps (the last step always does both).
+  ckpt_subdir, max_to_keep: checkpoints go to <workdir>/<ckpt_subdir>, this many kept.
+  prefix: TensorBoard tag prefix.
+  eval_every: steps between `evaluate` calls (0: only before the first and at the last step).
+  validate_every: steps between `validate` calls (a multiple of log_every; 0: last step only).
+  start_fresh: move existing checkpoints aside and train from step 0 (`lib.train.setup.resume`).
+  """
+  block_name: ClassVar[str] = "sft"
+  target_window: int = 0
+  accum_steps: int = 1
+  log_every: int = 10
+  ckpt_every: int = 100
+  ckpt_subdir: str = "ckpt"
+  max_to_keep: int = 2
+  prefix: str = "sft/"
+  eval_every: int = 0
+  validate_every: int = 0
+  start_fresh: bool = False
+
+
 def train(apply_fn: ApplyFn, state: TrainState, tx: optax.GradientTransformation,
-          batch_at: BatchSource, steps: int, workdir: str, *, target_window: int = 0,
-          accum_steps: int = 1, mesh: Any = None, state_sharding: Any = None,
-          log_every: int = 10, ckpt_every: int = 100, ckpt_subdir: str = "ckpt",
-          max_to_keep: int = 2, prefix: str = "sft/",
+          batch_at: BatchSource, steps: int, workdir: str, cfg: SFTConfig = SFTConfig(), *,
+          mesh: Any = None, state_sharding: Any = None,
           lr_schedule: Callable[[int], Any] | None = None,
-          evaluate: Callable[[Any], float] | None = None, eval_every: int = 0,
-          validate: Callable[[int, Any], tuple[dict, bool]] | None = None,
-          validate_every: int = 0, start_fresh: bool = False) -> SFTRun:
+          evaluate: Callable[[Any], float] | None = None,
+          validate: Callable[[int, Any], tuple[dict, bool]] | None = None) -> SFTRun:
   """Runs SFT steps `start..steps-1` (start = the latest checkpoint's step, 0 without one).
 
   Args:
     apply_fn: the `lib.train.state` apply function of the model.
     state: the fresh train state (also the restore template; on `mesh`, already placed on
       `state_sharding`).
-    tx: the optimizer `state` was created with. batch_at: step -> {input_ids, attention_mask,
-    loss_mask} int32 [B, T] (lib/sft/batches.py). steps: total optimizer steps of the run. workdir:
-    checkpoints go to <workdir>/<ckpt_subdir>, TensorBoard events to <workdir>/tb. target_window:
-    answer-window step (left-padded rows, every target in the last K tokens). accum_steps:
-    micro-batches per step (B must be divisible by it). mesh, state_sharding: a
-    `lib.parallel.sharding` mesh and the state's shardings (None: one device). log_every,
-    ckpt_every: logging / checkpoint periods in steps (the last step always does both). max_to_keep:
-    checkpoints kept. prefix: TensorBoard tag prefix. lr_schedule: step -> learning rate, logged
-    when given. evaluate: params -> held-out loss, run before the first step and every `eval_every`
-    steps. validate: (step, params) -> (scalars, stop), run every `validate_every` steps and at the
+    tx: the optimizer `state` was created with.
+    batch_at: step -> {input_ids, attention_mask, loss_mask} int32 [B, T] (lib/sft/batches.py).
+    steps: total optimizer steps of the run.
+    workdir: checkpoints go to <workdir>/<cfg.ckpt_subdir>, TensorBoard events to <workdir>/tb.
+    cfg: the loop's settings.
+    mesh, state_sharding: a `lib.parallel.sharding` mesh and the state's shardings (None: one
+      device).
+    lr_schedule: step -> learning rate, logged when given.
+    evaluate: params -> held-out loss, run before the first step and every `cfg.eval_every` steps.
+    validate: (step, params) -> (scalars, stop), run every `cfg.validate_every` steps and at the
       last step; the scalars are logged as `<prefix>val_<name>`, and `stop` ends the run at that
       step (early stopping: the step is checkpointed with `stopped_at`, so a resumed run ends
       there too instead of training on).
-    start_fresh: move existing checkpoints aside and train from step 0 (`lib.train.setup.resume`).
   Returns:
     SFTRun (the caller writes `run.state.params` into its model).
   """
+  target_window, accum_steps, log_every, ckpt_every = (
+      cfg.target_window, cfg.accum_steps, cfg.log_every, cfg.ckpt_every)
+  prefix, eval_every, validate_every = cfg.prefix, cfg.eval_every, cfg.validate_every
   if validate is not None and validate_every % log_every:
     raise ValueError(f"validate_every={validate_every} must be a multiple of log_every={log_every}")
   step = _jit_step(apply_fn, tx, accum_steps, target_window, mesh, state_sharding)
-  ckpt, state, start, meta = train_loop.resume(workdir, state, max_to_keep=max_to_keep,
-                                                subdir=ckpt_subdir, start_fresh=start_fresh)
+  ckpt, state, start, meta = train_loop.resume(workdir, state, max_to_keep=cfg.max_to_keep,
+                                                subdir=cfg.ckpt_subdir,
+                                                start_fresh=cfg.start_fresh)
   history = [tuple(h) for h in meta.get("history", [])]
   tokens = int(meta.get("tokens_seen", 0))
   first_eval = meta.get("first_eval_loss")

@@ -66,8 +66,8 @@ def make_sft_step(apply_fn: ApplyFn, tx: optax.GradientTransformation, accum_ste
   prompt-then-answer SFT): the output head and the softmax run on the last K + 1 positions only,
   the same loss and gradient at a fraction of the head's cost when answers are short. The
   apply_fn must take `last=` (lib.train.state.nnx_apply_fn does). Targets outside the window
-  would be silently dropped, so the row encoder must check the window (see
-  agents/gencoord/learned/sft_rows.py).
+  would be silently dropped, so the batcher must size the window (see
+  lib.sft.batches.left_padded's target_window).
 
   Args:
     apply_fn: (params, input_ids [B,T], attention_mask [B,T]) -> float32 logits [B,T,V].

@@ -76,7 +76,7 @@ def test_every_config_imports_and_builds_without_jax(tmp_path):
   # A planted module that imports JAX directly, and one that reaches it through lib/: both must
   # be refused in the same child run, so the finder is shown to work where the configs load.
   (tmp_path / "probe_imports_jax.py").write_text("import jax\n")
-  (tmp_path / "probe_imports_trainer.py").write_text("from lib import memory_plan\n")
+  (tmp_path / "probe_imports_trainer.py").write_text("from lib.plan import memory_plan\n")
   modules = _config_modules()
   assert len(modules) > 30
   out = _load_without_heavy_packages(modules + ["probe_imports_jax", "probe_imports_trainer"],

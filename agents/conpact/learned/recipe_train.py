@@ -42,6 +42,7 @@ from lib import models
 from lib.models import model_setup
 from lib.models import tokenizer as tokenizer_lib
 from lib.parallel import sharding
+from lib.run.jsonl import read_jsonl, write_jsonl
 from lib.run.results import markdown_table, write_summary
 from lib.sft import loop as sft_loop
 from lib.train import optim, setup as train_loop
@@ -51,13 +52,6 @@ ROLES = ("planner", "actor")
 RECIPES = ("conpact_s", "conpact_r", "baseline")  # also checked by configs/conpact/train.py
 DATA_STATS = "data_stats.json"
 ROWS = "rows.jsonl"  # per role: the trained examples (selection order; batches group by length)
-
-
-def _read_jsonl(path: str, what: str) -> list[dict]:
-  if not os.path.isfile(path):
-    raise FileNotFoundError(f"{what}: {path!r} does not exist")
-  with open(path, encoding="utf-8") as f:
-    return [json.loads(line) for line in f if line.strip()]
 
 
 def read_stats(workdir: str) -> dict:
@@ -72,7 +66,7 @@ def read_stats(workdir: str) -> dict:
 
 def _curated(config) -> tuple[dict, dict]:
   """Recipe examples per role and the exclusion counts per role."""
-  rows = _read_jsonl(os.path.join(config.source, "results.jsonl"), "source results")
+  rows = read_jsonl(os.path.join(config.source, "results.jsonl"), "source results")
   rows = [r for r in rows if r["condition"] in config.conditions]
   envs = list(config.envs) or sorted({r["env"] for r in rows})
   cfg = curate.CurateConfig(recipe=config.recipe, **dict(config.curate))
@@ -90,7 +84,7 @@ def _curated(config) -> tuple[dict, dict]:
 
 
 def _demonstrations(path: str) -> dict:
-  rows = _read_jsonl(path, "baseline.rows") if path else []
+  rows = read_jsonl(path, "baseline.rows") if path else []
   out = {role: [] for role in ROLES}
   for r in rows:
     role = r["meta"]["role"]
@@ -215,9 +209,7 @@ def _train_role(config, workdir: str, role: str, tok, picked: list, stats: dict)
   model, _, _ = model_setup.build_model(block, seed=config.seed, tokenizer=tok)
   stats = {**stats, "export": os.path.join(role_dir, "export"),
            "rows_file": os.path.join(role_dir, ROWS)}
-  os.makedirs(role_dir, exist_ok=True)
-  with open(stats["rows_file"], "w", encoding="utf-8") as f:  # what was trained on
-    f.writelines(json.dumps(ex) + "\n" for ex in picked)
+  write_jsonl(stats["rows_file"], picked)   # what was trained on
   steps = stats["steps"]
   if steps:
     apply_fn, params = nnx_apply_fn(model, compute_dtype=model_setup.compute_dtype(config.model))
@@ -225,19 +217,18 @@ def _train_role(config, workdir: str, role: str, tok, picked: list, stats: dict)
     batch_at, _ = training_batches(picked, tok, c.batch, c.max_len, config.seed)  # `steps` of them
     mesh = sharding.mesh_from_config(config)   # scale=paper: --config.mesh.fsdp=N shards the role
     state, state_sh = train_loop.create_state(params, tx, mesh)
-    run_ = sft_loop.train(apply_fn, state, tx, batch_at, steps, role_dir,
-                          mesh=mesh, state_sharding=state_sh,
-                          log_every=c.log_every, ckpt_every=c.ckpt_every,
-                          prefix=f"conpact_train/{role}/",
-                          start_fresh=train_loop.fresh_start(config))
+    settings = sft_loop.SFTConfig(log_every=c.log_every, ckpt_every=c.ckpt_every,
+                                  prefix=f"conpact_train/{role}/",
+                                  start_fresh=train_loop.fresh_start(config))
+    run_ = sft_loop.train(apply_fn, state, tx, batch_at, steps, role_dir, settings,
+                          mesh=mesh, state_sharding=state_sh)
     nnx.update(model, run_.state.params)
     losses = [loss for _, loss in run_.history]
     stats.update(loss_first=losses[0], loss_last=losses[-1], train_tokens=run_.train_tokens)
   else:  # nothing to train on: the init model is exported unchanged, and data_stats says so
     logging.warning("conpact/train %s: no %s targets; exporting the initial model", config.recipe,
                     role)
-  tokenizer_lib.save_tokenizer(tok, stats["export"])
-  models.save_pretrained(model, model.config, stats["export"])
+  models.save_pretrained(model, model.config, stats["export"], tokenizer=tok)
   return stats
 
 

@@ -85,7 +85,7 @@ def write(config, workdir, stages, data, base, online_dir, tables) -> dict:
              "trained": trained}
   path = write_summary(
       workdir, summary, _online_table(online, k),
-      title=f"ConPAct with trained models ({config.label})", debug=bool(config.get("debug", False)),
+      title=f"ConPAct with trained models ({config.label})", debug=bool(config.debug),
       notes=(f"Online conditions with the base planner / actor on the evaluation split; {k} "
              "rollouts per instance; A = C capped at "
              f"{config.online.budget_cap or 'the paper budget'}; CIs: 95% cluster bootstrap "

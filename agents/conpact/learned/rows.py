@@ -10,11 +10,9 @@ tasks) and returns three row sets:
   baseline  plain Plan-Act demonstrations (noise 0), both roles, `meta.role` set: the token-matched
             continued-SFT baseline of ConPAct-R/S (configs/conpact/train.py `baseline.rows`)
 Row format: {"messages", "target", "meta"} (demonstrations.py). Noise rates are fixed in the
-study config; nothing here looks at the evaluation split.
+study config; nothing here looks at the evaluation split. The row files are written and read
+with `lib.run.jsonl`.
 """
-import json
-import os
-
 from agents.conpact import demonstrations
 
 ROLES = ("planner", "actor")
@@ -77,22 +75,6 @@ def stats(rows: list[dict]) -> dict:
           "discussion": sum(bool(r["meta"].get("discussion")) for r in rows),
           "recheck_failed": sum(bool(r["meta"].get("recheck_failed")) for r in rows),
           "react": sum(bool(r["meta"].get("react")) for r in rows)}
-
-
-def write_jsonl(rows: list[dict], path: str) -> None:
-  """Writes rows one JSON object a line (atomic: a temp file renamed into place)."""
-  os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-  tmp = path + ".tmp"
-  with open(tmp, "w", encoding="utf-8") as f:
-    for r in rows:
-      f.write(json.dumps(r) + "\n")
-  os.replace(tmp, path)
-
-
-def read_jsonl(path: str) -> list[dict]:
-  """The rows of a jsonl file written by `write_jsonl`."""
-  with open(path, encoding="utf-8") as f:
-    return [json.loads(line) for line in f if line.strip()]
 
 
 def corpus(rows: list[dict]):

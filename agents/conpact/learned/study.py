@@ -30,6 +30,7 @@ from agents.conpact import evaluate, study_tables
 from agents.conpact.learned import recipe_train, report, rows as study_rows, train as role_train
 from agents.conpact.learned.tokenizer import train_conpact_tokenizer
 from lib.models import tokenizer as tokenizer_lib
+from lib.run.jsonl import read_jsonl, write_jsonl
 from lib.run.stages import Stages
 
 ROLES = ("planner", "actor")
@@ -47,7 +48,7 @@ def _data(config, workdir) -> dict:
   out = {}
   for name, rows in sets.items():
     path = os.path.join(workdir, "data", f"{name}.jsonl")
-    study_rows.write_jsonl(rows, path)
+    write_jsonl(path, rows)
     out[name] = {"path": path, **study_rows.stats(rows)}
   return out
 
@@ -55,7 +56,7 @@ def _data(config, workdir) -> dict:
 def _tokenizer(config, workdir, data) -> str | None:
   if config.model.checkpoint:
     return None
-  rows = [r for role in ROLES for r in study_rows.read_jsonl(data[role]["path"])]
+  rows = [r for role in ROLES for r in read_jsonl(data[role]["path"])]
   path = os.path.join(workdir, "tokenizer")
   train_conpact_tokenizer(study_rows.corpus(rows), config.model.vocab_size, path)
   return path
@@ -63,7 +64,7 @@ def _tokenizer(config, workdir, data) -> str | None:
 
 def _base(config, workdir, data, tok_dir, role) -> dict:
   tok = tokenizer_lib.load_tokenizer(tok_dir) if tok_dir else None
-  rows = study_rows.read_jsonl(data[role]["path"])
+  rows = read_jsonl(data[role]["path"])
   train_cfg = copy.deepcopy(config.base.train)
   train_cfg.epochs = float(config.base.epochs[role])   # 0: base.train.steps
   return role_train.train_role(rows, tok, config.model, train_cfg,

@@ -3,8 +3,8 @@
 A role's model is the study's `model` block (`lib.models.model_setup`): from scratch, a tiny Qwen3
 whose vocabulary is the BPE trained on the study's rows; with `model.checkpoint`, a local Hugging
 Face model and its own tokenizer (paper scale, same path). Rows are rendered exactly as the Flax
-backend prompts at decode time: the tokenizer's chat template with the assistant opener
-(`lib.models.tokenizer.render_chat`), then target + EOS; the loss falls on the target and EOS only.
+backend prompts at decode time: the tokenizer's chat template with the assistant opener, then
+target + EOS (`lib.sft.chat_rows.encode_rows`); the loss falls on the target and EOS only.
 Batches are drawn by `lib.sft.batches.length_grouped_batches` (Sokoban prompts are ~3x longer than
 BabyAI ones; one compiled shape per length bucket, `train.bucket` tokens wide, 0 = powers of two),
 left-padded so that the output head runs on the answer window only (targets are ~20-60 tokens after
@@ -20,32 +20,9 @@ from flax import nnx
 
 from lib import models
 from lib.models import model_setup
-from lib.models.tokenizer import render_chat, save_tokenizer
-from lib.sft import batches as sft_batches, loop as sft_loop
+from lib.sft import batches as sft_batches, chat_rows, loop as sft_loop
 from lib.train import optim
 from lib.train.state import TrainState, nnx_apply_fn
-
-
-def encode(rows: list[dict], tokenizer, max_len: int) -> tuple[list, int]:
-  """Rows -> (prompt ids, target ids + EOS) pairs no longer than `max_len` tokens.
-
-  Args:
-    rows: {"messages", "target"} rows.
-    tokenizer: the role's tokenizer (with a chat template).
-    max_len: the longest kept example (prompt + target + EOS).
-  Returns:
-    (examples, dropped): the pairs, and how many rows were longer than `max_len`.
-  """
-  eos = tokenizer.convert_tokens_to_ids(tokenizer.eos_token)
-  out, dropped = [], 0
-  for r in rows:
-    p = tokenizer.encode(render_chat(tokenizer, r["messages"]), add_special_tokens=False)
-    t = tokenizer.encode(r["target"], add_special_tokens=False) + [eos]
-    if len(p) + len(t) > max_len:
-      dropped += 1
-      continue
-    out.append((p, t))
-  return out, dropped
 
 
 def train_role(rows: list[dict], tokenizer, model_cfg, train_cfg, workdir: str, seed: int,
@@ -68,26 +45,26 @@ def train_role(rows: list[dict], tokenizer, model_cfg, train_cfg, workdir: str, 
   """
   c = train_cfg
   model, mcfg, tok = model_setup.build_model(model_cfg, seed=seed, tokenizer=tokenizer)
-  examples, dropped = encode(rows, tok, c.max_len)
+  examples = chat_rows.encode_rows(tok, [(r["messages"], r["target"]) for r in rows], c.max_len)
+  dropped = len(rows) - len(examples)
   if not examples:
     raise ValueError(f"{tag}: no rows fit max_len={c.max_len} ({dropped} dropped)")
   # `epochs` > 0 sizes the run by passes over the role's rows (the planner has ~7x fewer rows
   # than the actor), else `steps`
-  steps = (-(-int(c.epochs * len(examples)) // c.batch) if c.get("epochs", 0) else c.steps)
+  steps = (-(-int(c.epochs * len(examples)) // c.batch) if c.epochs else c.steps)
   tx = optim.adamw(lr=c.lr, total_steps=steps, warmup_frac=c.warmup_frac,
                    weight_decay=c.weight_decay, clip_norm=c.clip_norm)
   apply_fn, params = nnx_apply_fn(model, compute_dtype=model_setup.compute_dtype(model_cfg))
   window = -(-max(len(t) for _, t in examples) // 8) * 8   # every target fits the window
   batches = sft_batches.length_grouped_batches(examples, c.batch, seed,
-                                               multiple=c.get("bucket", 0), left_pad=True)
-  run = sft_loop.train(apply_fn, TrainState.create(params, tx), tx, batches, steps,
-                       workdir, target_window=window, log_every=c.log_every,
-                       ckpt_every=c.ckpt_every, max_to_keep=2, prefix=f"{tag}/",
-                       start_fresh=start_fresh)
+                                               multiple=c.bucket, left_pad=True)
+  run = sft_loop.train(apply_fn, TrainState.create(params, tx), tx, batches, steps, workdir,
+                       sft_loop.SFTConfig(target_window=window, log_every=c.log_every,
+                                          ckpt_every=c.ckpt_every, max_to_keep=2,
+                                          prefix=f"{tag}/", start_fresh=start_fresh))
   nnx.update(model, run.state.params)
   export = os.path.join(workdir, "export")
-  models.save_pretrained(model, mcfg, export)
-  save_tokenizer(tok, export)
+  models.save_pretrained(model, mcfg, export, tokenizer=tok)
   losses = [loss for _, loss in run.history]
   return {"export": export, "rows": len(examples), "dropped": dropped, "steps": steps,
           "epochs": round(steps * c.batch / len(examples), 2),

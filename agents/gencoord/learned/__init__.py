@@ -3,7 +3,7 @@
   chat.py               model-visible LocalContext -> chat messages (one renderer for every model)
   tokenizer.py          byte-level BPE whose pre-tokenizer keeps DSL argument groups whole
   training_recipes.py   which supervision rows each learned policy trains on (paper Table S6)
-  sft_rows.py           rows -> token arrays with target-only loss masks
+  sft_rows.py           contrast groups of SFT rows (one world, every binding and role view)
   train.py              SFT of a small Qwen3 from scratch or from a checkpoint (resumable)
   policy.py             `LearnedPolicy` over lib.backends (Flax sampler or OpenAI endpoint)
   report.py             tables, figures and summary.md of `experiments/gencoord/learned.py`

@@ -64,6 +64,11 @@ def messages(ctx: LocalContext, surface: str = "dsl") -> list[dict]:
           {"role": "user", "content": user_message(ctx)}]
 
 
+def sft_pairs(rows, surface: str = "dsl") -> list[tuple[list[dict], str]]:
+  """Supervision rows -> (messages, target) chat rows for `lib.sft.chat_rows.encode_rows`."""
+  return [(messages(r.context, surface), r.target) for r in rows]
+
+
 def prompt_text(tokenizer, ctx: LocalContext, surface: str = "dsl") -> str:
   """messages(ctx) through the tokenizer's chat template, ending with the assistant opener."""
   return render_chat(tokenizer, messages(ctx, surface), add_generation_prompt=True)

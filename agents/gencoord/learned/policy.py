@@ -8,10 +8,12 @@ surface to Short DSL as for any `PromptPolicy` (`prompted.decode_outputs`). Deco
 with the structured output capped at 256 tokens; `constrained=True` decodes commitments under
 the Short DSL regex (`constrained.DSL_REGEX`: the flax sampler masks every draw on device, an
 OpenAI-compatible server gets it as structured_outputs.regex), so every commitment parses
-(dialogue turns stay free). It keeps per-episode token counts (the
-episode ids come with the contexts) and per-call times so experiments can report input/output
-tokens and time-to-commitment.
+(dialogue turns stay free). It keeps per-episode token counts and prompt hashes (the episode ids
+come with the contexts) and per-call times so experiments can report input/output tokens, which
+model inputs an episode used (`split_audit.prompt_sha256`) and time-to-commitment.
 """
+import hashlib
+import json
 import time
 from typing import Sequence
 
@@ -50,6 +52,7 @@ class LearnedPolicy:
     self.commit_params = (self.params.replace(regex=constrained_lib.surface_regex(surface))
                           if constrained else self.params)
     self.tokens: dict = {}          # episode_id -> [input tokens, output tokens]
+    self.prompt_hashes: dict = {}   # episode_id -> sha256 of each model input, in call order
     self.call_times: list = []      # (start, end, batch size) of each batched model call
 
   def generate_raw(self, contexts: Sequence[LocalContext], params: SamplingParams | None = None
@@ -87,6 +90,10 @@ class LearnedPolicy:
     start = time.perf_counter()
     out = self.llm.generate(conversations, params or self.params)
     self.call_times.append((start, time.perf_counter(), len(conversations)))
+    for episode_id, conversation in zip(episode_ids, conversations):
+      # The hash `split_audit.prompt_sha256` gives the same messages (training rows record it).
+      digest = hashlib.sha256(json.dumps(conversation, sort_keys=True).encode("utf-8"))
+      self.prompt_hashes.setdefault(episode_id, []).append(digest.hexdigest())
     for episode_id, c in zip(episode_ids, out):
       if c.error is not None:
         raise ModelCallError(f"{self.name}: model call failed ({c.error}: {c.error_detail})")

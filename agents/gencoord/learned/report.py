@@ -16,7 +16,7 @@ import numpy as np
 from matplotlib.ticker import FormatStrFormatter, MaxNLocator, NullFormatter
 
 from agents.gencoord import metrics, suites
-from agents.gencoord.learned import visibility_matrix
+from agents.gencoord.learned import split_audit, visibility_matrix
 from lib.report import plots
 from lib.run.results import markdown_table, write_summary
 
@@ -59,7 +59,8 @@ def condition_table(config, rows_by, specs, timing, throughput) -> list:
         "episode_p50_s": _pct(t.get("episode", []), 50),
         "episode_p95_s": _pct(t.get("episode", []), 95),
         "batched_eps_per_s": throughput.get(s["name"], float("nan")),
-        "paper": config.paper.get(s["name"], ""),
+        # The paper table names only the conditions the paper reports.
+        "paper": config.paper[s["name"]] if s["name"] in config.paper else "",
     })
     for k in ("response_B", "aggregation_B", "actions"):
       row.pop(k, None)
@@ -190,7 +191,7 @@ def write(config, workdir, rows, specs, eps, train_reports, timing, throughput, 
             for i, s in enumerate(specs) if s["name"] != ref]
   for r in table:
     writer.add_scalar(f"eval/{r['condition']}/success", r["success_%"], 0)
-  debug = config.get("debug")
+  debug = config.debug
   figures = _plots(workdir, train_reports, rows_by, specs, timing, debug)
   train_table = [{"model": k, **{f: v[f] for f in ("rows", "epochs", "batch", "steps",
                                                     "train_tokens", "params", "seq_len",
@@ -211,6 +212,10 @@ def write(config, workdir, rows, specs, eps, train_reports, timing, throughput, 
   if validation_rows:
     notes += ("\n## Validation (forward `intervention` split, teacher-forced greedy exact match)"
               "\n\n" + markdown_table(validation_rows))
+  select = config.train.select or {}   # None: no validation split (configs set it)
+  splits = split_audit.split_table(list(config.recipes), config.eval.suite, select.get("split"))
+  notes += ("\n## Data splits (prompts as the model reads them; `*_in_train`: also in the "
+            "recipe's training rows)\n\n" + markdown_table(splits))
   if paired:
     notes += "\n## Paired differences (cluster bootstrap)\n\n" + markdown_table(paired)
   seeds = per_seed(rows_by, specs)
@@ -219,7 +224,8 @@ def write(config, workdir, rows, specs, eps, train_reports, timing, throughput, 
   counterfactual = [s["name"] for s in specs if s.get("condition") == "counterfactual"]
   summary = {"suite": config.eval.suite, "clusters": n_clusters, "table": table,
              "paired": paired, "training": train_table, "run": run_info,
-             "figures": figures, "per_seed": seeds, "validation": validation_rows}
+             "figures": figures, "per_seed": seeds, "validation": validation_rows,
+             "splits": splits}
   if counterfactual:
     fidelity = metrics.field_fidelity(rows_by[counterfactual[0]], eps)
     summary["field_fidelity"] = fidelity
@@ -231,7 +237,7 @@ def write(config, workdir, rows, specs, eps, train_reports, timing, throughput, 
     figures.append(visibility_matrix.heatmap(workdir, matrix, dict(config.paper)))
     notes += ("\n## Task-structure visibility matrix (terminal success %, cluster-bootstrap "
               "95% CI, paper Figure S5 beside)\n\n" + markdown_table(summary["visibility"]))
-  if config.get("bar"):
+  if config.bar:
     first = table[0]
     met = (first["success_%"] >= config.bar.success_pct and
            (first["raw_valid_on_solved_%"] == 100.0))

@@ -20,7 +20,7 @@ from lib.train import optim, setup as train_loop
 
 def train_sft(arrays: dict, tokenizer, config, workdir: str, seed: int, tag: str = "sft",
               early_stopping=None, groups=None):
-  """Trains `config.model` on `arrays` (see sft_rows.encode_rows).
+  """Trains `config.model` on `arrays` (`lib.sft.chat_rows.encode_rows`, left-padded).
 
   Args:
     arrays: left-padded SFT arrays with `target_window` (lib.sft.batches.left_padded layout).
@@ -43,13 +43,14 @@ def train_sft(arrays: dict, tokenizer, config, workdir: str, seed: int, tag: str
                    weight_decay=c.weight_decay, clip_norm=c.clip_norm)
   # config.mesh (scale=paper): the state in FSDP shards over its devices
   model, apply_fn, state, mesh, state_sh = train_loop.setup(config, tx, seed, tokenizer=tokenizer)
+  settings = sft_loop.SFTConfig(
+      target_window=arrays["target_window"], log_every=c.log_every, ckpt_every=c.ckpt_every,
+      max_to_keep=2, prefix=f"{tag}/",
+      validate_every=early_stopping.every if early_stopping else 0)
   run = sft_loop.train(apply_fn, state, tx,
                        sft_batches.epoch_batches(arrays, c.batch, seed, groups), total, workdir,
-                       mesh=mesh, state_sharding=state_sh,
-                       target_window=arrays["target_window"], log_every=c.log_every,
-                       ckpt_every=c.ckpt_every, max_to_keep=2, prefix=f"{tag}/",
-                       validate=early_stopping and early_stopping.bind(apply_fn),
-                       validate_every=early_stopping.every if early_stopping else 0)
+                       settings, mesh=mesh, state_sharding=state_sh,
+                       validate=early_stopping and early_stopping.bind(apply_fn))
   nnx.update(model, run.state.params)
   report = {"steps": run.steps, "budget_steps": total, "rows": n,
             "epochs": round(run.steps * c.epochs / total, 2),     # trained, not the budget

@@ -23,7 +23,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from agents.gencoord import data, suites
-from agents.gencoord.learned import sft_rows, training_recipes
+from agents.gencoord.learned import chat, training_recipes
+from lib.sft import batches as sft_batches, chat_rows
 
 SPLIT = "intervention"
 
@@ -32,7 +33,7 @@ SPLIT = "intervention"
 class ValidationSet:
   """The encoded validation rows and their grouping keys."""
   rows: list                  # agents.gencoord.data.Row
-  arrays: dict                # sft_rows.encode_rows layout
+  arrays: dict                # lib.sft.batches.left_padded layout
   target_ids: list            # per row: target token ids + EOS
 
 
@@ -52,7 +53,8 @@ def build(recipe_name: str, tokenizer, split: str = SPLIT) -> ValidationSet:
   if recipe.protocol != "forward":
     raise ValueError(f"recipe {recipe_name!r} is not a forward recipe")
   rows = data.forward_rows(suites.suite(split), recipe.surface, recipe.horizon)
-  arrays = sft_rows.encode_rows(rows, tokenizer, recipe.surface)
+  examples = chat_rows.encode_rows(tokenizer, chat.sft_pairs(rows, recipe.surface))
+  arrays = sft_batches.left_padded(examples, tokenizer.pad_token_id or 0)
   ids, mask = arrays["input_ids"], arrays["loss_mask"]
   targets = [ids[i][mask[i].astype(bool)].tolist() for i in range(len(rows))]
   return ValidationSet(rows, arrays, targets)

@@ -10,10 +10,13 @@
 `Composer` is the shared stage logic; the other rule modules (structure_view, lookup,
 naturalized) subclass it and change only how the binding or the branch is obtained. With no
 delivered request a receiver falls back to the first branch of the public codebook.
+Quantities come from the deciding agent's observation: the goal count scales the branch and
+the sender's obtain is net of its own starting inventory (`episode.holdings`).
 """
 import json
 
 from agents.gencoord import capability, crossproduct, templates
+from agents.gencoord.episode import goal_count, holdings
 from agents.gencoord.dsl import ParseError, PeerRequest, Proposal, parse, serialize
 from agents.gencoord.policies.base import NO_PROPOSAL
 
@@ -78,13 +81,13 @@ class Composer:
 
   def _branch(self, ctx, binding, sender, receiver):
     return templates.get(ctx.observation["template"]).branch(binding, sender, receiver,
-                                                             ctx.observation["scale"])
+                                                             goal_count(ctx), holdings(ctx))
 
   def _text(self, ctx, binding, sender, receiver, kind) -> str:
     """Serialised proposal (kind="proposal") or receiver SELF (kind="receiver"), memoised on
-    the public key that fully determines it."""
+    the key that fully determines it (public fields, goal count, the sender's holdings)."""
     key = (type(self).__name__, ctx.observation["template"], binding, sender, receiver,
-           ctx.observation["scale"], kind, ctx.prior.get("view"))
+           goal_count(ctx), tuple(sorted(holdings(ctx).items())), kind, ctx.prior.get("view"))
 
     def make():
       branch = self._branch(ctx, binding, sender, receiver)
@@ -117,7 +120,8 @@ class Composer:
     if stage == "requester_after_response":
       initial = parse(ctx.history[0])
       tmpl = templates.get(ctx.observation["template"])
-      asked = capability.requested_branch(tmpl, initial.peer_requests[0], ctx.agent, ctx.peer)
+      asked = capability.requested_branch(tmpl, initial.peer_requests[0], ctx.agent, ctx.peer,
+                                          goal_count(ctx))
       body = json.loads(ctx.incoming)
       response = capability.Response(body.get("decision"), body.get("reason"),
                                      body.get("counter_offer_id"))
@@ -170,6 +174,7 @@ class ExplicitFactorComposer(Composer):
 
   def _branch(self, ctx, binding, sender, receiver):
     if ctx.observation["template"] == crossproduct.TEMPLATE.name:
-      return crossproduct.compose_factors(*crossproduct.factors(binding), sender, receiver,
-                                          binding)
+      return templates.net_of_holdings(
+          crossproduct.compose_factors(*crossproduct.factors(binding), sender, receiver,
+                                       binding), holdings(ctx))
     return super()._branch(ctx, binding, sender, receiver)

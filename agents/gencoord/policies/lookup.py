@@ -16,10 +16,12 @@ from agents.gencoord.prompt import render
 
 
 def case_key(ctx) -> tuple:
-  """A complete case: stage, template, scale, the private facts and the incoming message,
-  with agent names replaced by roles so role permutations share a case."""
-  obs = {k: v for k, v in ctx.observation.items() if k != "inventory"}
-  text = json.dumps(obs, sort_keys=True, default=list) + "|" + (ctx.incoming or "")
+  """A complete case: stage and the whole observation (template, goal count, inventory, the
+  private facts) and the incoming message, with agent names replaced by roles so role
+  permutations share a case. The inventory is part of the case: the sender's obtain step is
+  net of it."""
+  text = json.dumps(dict(ctx.observation), sort_keys=True, default=list) + "|" + (
+      ctx.incoming or "")
   text = text.replace(ctx.agent, "<self>").replace(ctx.peer, "<peer>")
   return ctx.stage, text
 

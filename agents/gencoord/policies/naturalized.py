@@ -43,8 +43,8 @@ class SurfaceTable(Composer):
   name = "surface_table"
 
   def __init__(self, rows=()):
-    self.table = {(c.observation["template"], c.observation.get("private_note")): b
-                  for c, b in rows}
+    self.table = {(ctx.observation["template"], ctx.observation.get("private_note")): b
+                  for ctx, b in rows}
 
   def sender_binding(self, ctx):
     return self.table.get((ctx.observation["template"], ctx.observation.get("private_note")))

@@ -12,7 +12,7 @@ from typing import Callable, Sequence
 from agents.gencoord import prompt, surfaces, templates
 from agents.gencoord.dsl import (ParseError, PeerRequest, Proposal, parse, request_line,
                                  serialize)
-from agents.gencoord.episode import LocalContext
+from agents.gencoord.episode import LocalContext, goal_count, holdings
 
 
 def check_surface(surface: str) -> None:
@@ -26,10 +26,10 @@ def _factor_to_dsl(ctx: LocalContext, code: str) -> str:
   code = code.strip()
   if code not in tmpl.bindings:
     raise ParseError(f"factor code {code!r} is not in the public codebook")
-  scale = ctx.observation["scale"]
+  k = goal_count(ctx)
   if ctx.stage == "receiver_after_request":
-    return serialize(Proposal(tmpl.branch(code, ctx.peer, ctx.agent, scale).receiver_path, ()))
-  br = tmpl.branch(code, ctx.agent, ctx.peer, scale)
+    return serialize(Proposal(tmpl.branch(code, ctx.peer, ctx.agent, k).receiver_path, ()))
+  br = tmpl.branch(code, ctx.agent, ctx.peer, k, holdings(ctx))
   return serialize(Proposal(br.sender_path, (PeerRequest(ctx.peer, br.receiver_path),)))
 
 

@@ -4,6 +4,7 @@ import re
 
 from agents.gencoord import structure, templates
 from agents.gencoord.dsl import Task, parse
+from agents.gencoord.episode import goal_count, holdings
 from agents.gencoord.policies.base import NO_PROPOSAL
 from agents.gencoord.policies.composer import Composer
 
@@ -37,7 +38,8 @@ class FactorizedRule(Composer):
     node_only  no branch labels: the role's nodes, the one marked `bind=<code>` where a slot
                has alternatives, else the first listed (answer-independent), in the fixed
                task-path priority.
-  Quantities in the structure are at scale 1 and scale linearly with the episode's scale."""
+  Quantities in the structure are per order and scale linearly with the goal count; the
+  sender's obtain is then net of its own starting inventory (templates.net_of_holdings)."""
   name = "factorized_rule"
 
   def _branch(self, ctx, binding, sender, receiver):
@@ -55,13 +57,13 @@ class FactorizedRule(Composer):
       t = parse("SELF " + body + "\nREQ -").self_plan[0]
       args = {key: names.get(v, v) if isinstance(v, str) else v for key, v in t.args.items()}
       if isinstance(args.get("q"), int):
-        args["q"] *= ctx.observation["scale"]
+        args["q"] *= goal_count(ctx)
       nodes.append(dict(b=b, stage=stage, role=role, task=Task(t.skill, args), preds=preds,
                         full_id=part.split("[", 1)[0]))
     snd, rcv = self._path(nodes, view, binding, "snd"), self._path(nodes, view, binding, "rcv")
     if not snd or not rcv:
       raise _NothingVisible(f"no {binding} path in the {view} view")
-    return templates.Branch(snd, rcv, ())
+    return templates.net_of_holdings(templates.Branch(snd, rcv, ()), holdings(ctx))
 
   def _one(self, ctx) -> str:
     try:

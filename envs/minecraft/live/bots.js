@@ -2,7 +2,7 @@
 //
 //   node bots.js <port> <speed>      (speed: multiple of vanilla movement speed, 1 = vanilla)
 // Control channel (channel.js, two inherited pipes), one request at a time per agent:
-//   connect {agents}            log every agent in and wait for it to spawn
+//   connect {agents, hold_ms?}  log every agent in and wait for it to spawn (hold_ms: tests)
 //   sync {agent, pos}           wait until the bot has taken a server teleport to pos=[x,z]
 //   act {agent, action, target} run one simulator action (see ACTIONS)
 //   quit {}                     disconnect every bot
@@ -31,8 +31,19 @@ function timeout (ms, what) {
   return p
 }
 
-async function login (name) {
+// Tests: hold the bot's flying and look packets back until `ms` after it spawns, as a starved bot
+// process sends them late. flying-squid ends a login only once the first of them is in.
+function holdIdlePackets (bot, ms) {
+  const write = bot._client.write.bind(bot._client)
+  const held = []
+  bot._client.write = (name, params) => ['flying', 'look'].includes(name) ? held.push([name, params]) : write(name, params)
+  const release = () => { bot._client.write = write; for (const [name, params] of held) write(name, params) }
+  bot.once('spawn', () => setTimeout(release, ms))
+}
+
+async function login (name, holdMs = 0) {
   const bot = mineflayer.createBot({ host: '127.0.0.1', port, username: name, version: '1.21.4', auth: 'offline', hideErrors: true })
+  if (holdMs > 0) holdIdlePackets(bot, holdMs)
   bot.pending = new Map()
   bot.on('messagestr', (msg) => {
     if (!msg.startsWith('WC#')) return
@@ -62,12 +73,12 @@ async function login (name) {
   return bot
 }
 
-async function botFor (name) {
+async function botFor (name, holdMs = 0) {
   const bot = bots[name]
   if (bot && !bot.ended) return bot
   let last // reconnect a dropped bot, a bounded number of times
   for (let i = 0; i < 3; i++) {
-    try { return await login(name) } catch (e) { last = e }
+    try { return await login(name, holdMs) } catch (e) { last = e }
   }
   throw last
 }
@@ -176,7 +187,7 @@ const ACTIONS = {
 
 serve({
   async connect (req) {
-    for (const name of req.agents) await botFor(name)
+    for (const name of req.agents) await botFor(name, req.hold_ms || 0)
     return { agents: Object.keys(bots), modes: Object.values(bots).map(b => b.game.gameMode) }
   },
   async sync (req) {

@@ -136,9 +136,11 @@ class LiveRuntime:
   def _place_agents(self, starts: dict) -> None:
     """Waits until the server has every agent at `starts` ({name: (x, z)}), re-teleporting.
 
-    A position packet a bot sent before it saw the teleport can land after it and put the agent
-    back where it stood; the bot then believes it is at its start and never corrects the server.
-    So the wait re-teleports the agents still off their cells every `RETELEPORT_S` (and re-syncs
+    The server sends no teleport before the agent's login has ended (workcell.js: flying-squid's
+    login ends by sending the player back to where it logged in, which undid a teleport sent
+    earlier). A position packet a bot sent before it saw the teleport can still land after it;
+    the bot's answer to the teleport follows it. As a bound on anything else that moves an agent,
+    the wait re-teleports the agents still off their cells every `RETELEPORT_S` (and re-syncs
     their bots), until the op timeout: usually done in tens of ms, seconds on a loaded machine.
     """
     deadline = time.monotonic() + self.config.op_timeout_s

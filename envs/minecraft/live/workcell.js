@@ -19,6 +19,8 @@ const SMELTING = { cobblestone: 'stone', oak_log: 'charcoal', sand: 'glass' }
 const FUEL_VALUE = { coal: 8.0, charcoal: 8.0, oak_log: 1.5, oak_planks: 1.5, stick: 0.5 }
 const RAW = new Set(['oak_log', 'oak_planks', 'cobblestone', 'sand', 'coal'])
 const FINISHED = new Set(['crafting_table', 'stick', 'chest', 'furnace', 'stone', 'glass', 'charcoal', 'wooden_pickaxe'])
+const MOVES = ['flying', 'look', 'position', 'position_look'] // client movement packets
+const LOGIN_MS = 20000 // bound on the end of a login a teleport waits for
 
 class Refused extends Error {} // the world says no: an ActionError in Python
 class Fault extends Error {} // the backend went wrong: a BackendFailure in Python
@@ -29,6 +31,12 @@ async function until (test, ms) { // bounded poll
     await new Promise(resolve => setTimeout(resolve, 5))
   }
   return test()
+}
+
+async function within (promise, ms) { // true once `promise` resolves, false if `ms` pass first
+  let timer
+  const late = new Promise(resolve => { timer = setTimeout(resolve, ms, false) })
+  try { return await Promise.race([Promise.resolve(promise).then(() => true), late]) } finally { clearTimeout(timer) }
 }
 
 function accepts (mode, item) {
@@ -113,6 +121,11 @@ module.exports.server = function (serv) {
   function player (name) {
     const p = serv.players.find(q => q.username === name)
     if (!p) throw new Refused(`agent ${name} is not connected`)
+    return p
+  }
+  async function loggedIn (name) { // a connected player whose login has ended (see newPlayer)
+    const p = player(name)
+    if (!await within(p.loggedIn, LOGIN_MS)) throw new Fault(`${name}'s login did not end in ${LOGIN_MS} ms`)
     return p
   }
 
@@ -327,6 +340,23 @@ module.exports.server = function (serv) {
     }
   })
 
+  // flying-squid's login ends by sending the player back to where it logged in, once the
+  // client's first flying or look packet is in (login.js: waitPlayerLogin, sendSelfPosition).
+  // Mineflayer spawns before that, so a reset's teleport could be undone on the server and the
+  // bot alike: under load the bot's first flying packet lands after the teleport. A packet that
+  // came before flying-squid began to wait was missed, too: the login then ended on the idle
+  // bot's next flying packet, the one its next teleport makes. So any movement packet, one
+  // already in included, ends the wait, and teleports wait for the login's end (loggedIn).
+  serv.on('newPlayer', (p) => {
+    let moved
+    const firstMove = new Promise(resolve => { moved = resolve })
+    const seen = () => { for (const m of MOVES) p._client.removeListener(m, seen); moved() }
+    for (const m of MOVES) p._client.on(m, seen)
+    p.waitPlayerLogin = () => firstMove
+    const login = p.login // called right after newPlayer
+    p.login = () => (p.loggedIn = login.call(p))
+  })
+
   // A source block is an endless resource node: a client dig on it is cancelled server-side, the
   // drop goes straight into the digger's inventory and the block is re-sent to the client (which
   // had already removed it locally). Only the dig-start packet counts: a creative client also
@@ -350,6 +380,7 @@ module.exports.server = function (serv) {
   // ------------------------------------------------------------ control (from the launcher)
   serv.workcellControl = {
     async reset (layout) {
+      for (const name of Object.keys(layout.agents)) await loggedIn(name)
       for (const pos of cell.placed) await setBlock(pos, 'air')
       for (const loc of Object.values(cell.locations)) await setBlock(blockPos(loc), 'air')
       Object.assign(cell, { locations: layout.locations, modes: {}, chests: {}, ground: [], built: [], furnaces: {}, openChest: {}, placed: [], credits: 0, digs: {}, placing: {} })
@@ -369,7 +400,7 @@ module.exports.server = function (serv) {
     },
     async place (agents) { // teleport agents again to [x, z] (block centres), nothing else reset
       for (const [name, pos] of Object.entries(agents)) {
-        await player(name).teleport(new Vec3(pos[0], GROUND_Y, pos[1]))
+        await (await loggedIn(name)).teleport(new Vec3(pos[0], GROUND_Y, pos[1]))
       }
       return { placed: Object.keys(agents).length }
     },

@@ -151,9 +151,10 @@ def load_qwen(path, dtype="float32", mesh=None) -> tuple[Qwen, QwenConfig]:
   """Reads a local Qwen2/Qwen2.5/Qwen3 Hugging Face directory (no network).
 
   Args:
-    path: a directory with `config.json` and `model.safetensors` or a sharded index. dtype:
-    parameter and compute dtype ("float32", "bfloat16"). mesh: if given, each tensor is placed
-    straight onto its sharding (`lib.parallel.sharding.make_mesh`).
+    path: a directory with `config.json` and `model.safetensors` or a sharded index.
+    dtype: parameter and compute dtype ("float32", "bfloat16").
+    mesh: if given, each tensor is placed straight onto its sharding
+      (`lib.parallel.sharding.make_mesh`).
 
   Returns:
     (Qwen, QwenConfig). File, config and weight problems raise `WeightsError`.

@@ -71,9 +71,10 @@ def load_qwen3_5(path, dtype="float32", mesh=None) -> tuple[Qwen35, Qwen35Config
   """Reads a local Qwen3.5 Hugging Face directory (no network), text-only or full.
 
   Args:
-    path: a directory with `config.json` and `model.safetensors` or a sharded index. dtype:
-    parameter and compute dtype ("float32", "bfloat16"). mesh: if given, each tensor is placed
-    straight onto its sharding (`lib.parallel.sharding.make_mesh`).
+    path: a directory with `config.json` and `model.safetensors` or a sharded index.
+    dtype: parameter and compute dtype ("float32", "bfloat16").
+    mesh: if given, each tensor is placed straight onto its sharding
+      (`lib.parallel.sharding.make_mesh`).
 
   Returns:
     (Qwen35, Qwen35Config). File, config and weight problems raise

@@ -6,6 +6,7 @@ from hypothesis import given, settings, strategies as st
 
 from agents.gencoord import data, suites, surfaces
 from agents.gencoord.dsl import ParseError, parse, serialize
+from lib.run.jsonl import write_jsonl
 
 
 @pytest.fixture(scope="module")
@@ -74,11 +75,15 @@ def test_capability_rows(tmp_path):
   assert sum(r.stage == "requester_initial" for r in rows) == 80
   assert sum(r.stage == "requester_after_response" for r in rows) == 80
   assert all(data.validate(r) for r in rows)
-  initial = {r.target for r in rows if r.stage == "requester_initial"
-             and r.template == "capability_stick"}
-  assert len(initial) == 2       # one per role view: identical across the workcell pair
+  initial: dict = {}            # (goal, world, role view) -> initial targets
+  for r in rows:
+    if r.stage == "requester_initial":
+      initial.setdefault((suites.capability_pair(r.cluster_id), r.role_view), set()).add(r.target)
+  # One per role view of a world: identical across the workcell pair; worlds differ in facts.
+  assert len(initial) == 40 and all(len(v) == 1 for v in initial.values())
+  assert len(set().union(*initial.values())) > 20
   path = tmp_path / "rows.jsonl"
-  assert data.write_jsonl(rows, str(path)) == len(rows)
+  assert write_jsonl(str(path), [r.to_json() for r in rows], sort_keys=True) == len(rows)
   first = json.loads(path.read_text().splitlines()[0])
   assert {"prompt", "target", "stage", "binding"} <= set(first)
 

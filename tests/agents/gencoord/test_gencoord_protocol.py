@@ -1,5 +1,6 @@
 """Closed loops (Algorithms S1/S2): every failure code, NoCommitment, and the exact results."""
 import dataclasses
+import re
 
 import pytest
 
@@ -68,6 +69,13 @@ def _no_pickaxe(layout: Layout, agent: str) -> Layout:
   return dataclasses.replace(layout, agent_starts=starts)
 
 
+def _more(text: str, prefix: str) -> str:
+  """`text` with the quantity after `prefix` raised by 4 (the facts set the quantity)."""
+  assert prefix in text, (prefix, text)
+  return re.sub(re.escape(prefix) + r"(\d+)", lambda m: f"{prefix}{int(m.group(1)) + 4}", text,
+                count=1)
+
+
 def forward_failures(ep):
   """(expected code, record) for one scripted scenario per failure code."""
   chest = next(e for e in suites.forward("intervention") if e.template == "chest_ab")
@@ -79,11 +87,11 @@ def forward_failures(ep):
   yield "CONTRACT_REJECT", _code(ep, _program_then(edit_receiver=lambda t: t.replace(
       "REQ -", "REQ agent_a control.wait()")))
   yield "RESOLUTION_CONFLICT", _code(ep, _program_then(
-      edit_receiver=lambda t: t.replace("q=1", "q=2")))
+      edit_receiver=lambda t: _more(t, "craft.item(bind=WORK_BRANCH,q=")))
   yield "MATERIALIZATION_FAILURE", _code(
       _with_layout(ep, make_layout(ep.variant, omit=("forest",))), PROGRAM)
   yield "MATERIALIZATION_FAILURE", _code(ep, _program_then(   # valid but not canonical
-      edit_sender=lambda t: t.replace("resource.obtain(q=8", "resource.obtain(q=12")))
+      edit_sender=lambda t: _more(t, "resource.obtain(q=")))
   yield "EXECUTION_FAILURE", _code(_with_layout(chest, _no_pickaxe(chest.layout, chest.sender)),
                                    PROGRAM)
   yield "HANDOFF_FAILURE", _code(

@@ -63,12 +63,14 @@ def test_self_plans_join_and_materializer_canonical_check():
   tmpl = templates.get(ep.template)
   q_snd = parse(ep_text := _proposal_text(ep, ep.binding))
   wrong = parse(_receiver_text(ep, "BUILD"))
-  c = resolve_self_plans(q_snd, wrong, ep.sender, ep.receiver)
+  held = ep.inventory(ep.sender)
+  c = resolve_self_plans(q_snd, wrong, ep.sender, ep.receiver, held)
   assert isinstance(c, Commitment) and c.binding == "BUILD"
-  d = materialize(c, tmpl, ep.layout, ep.scale)
+  d = materialize(c, tmpl, ep.layout, ep.goal_count)
   assert isinstance(d, MaterializationError) and "canonical" in d.reason
-  right = resolve_forward(q_snd, parse(_receiver_text(ep, "DEPOSIT")), ep.sender, ep.receiver)
-  plan = materialize(right, tmpl, ep.layout, ep.scale, "x")
+  right = resolve_forward(q_snd, parse(_receiver_text(ep, "DEPOSIT")), ep.sender, ep.receiver,
+                          held)
+  plan = materialize(right, tmpl, ep.layout, ep.goal_count, "x")
   assert [t.task_id for t in plan.tasks] == ["x/S0", "x/S1", "x/S2", "x/R0"]
   assert plan.tasks[2].check.taker == ep.receiver and plan.tasks[3].preds == ("x/S2",)
   assert plan.tasks[0].location == "quarry" and plan.tasks[1].location == "site_a"
@@ -86,21 +88,33 @@ def _receiver_text(ep, b):
 
 
 def test_feedback_resolution_branch_rules():
-  ep = next(e for e in suites.capability_suite() if e.peer_mode == "FINISHED_RECEIVER")
+  ep = next(e for e in suites.capability_suite() if e.peer_mode == "FINISHED_RECEIVER"
+            and e.inventory(e.sender).get("oak_planks"))
   tmpl = templates.get(ep.template)
   q0 = parse(_proposal_text(ep, "PEER_CRAFTS"))
   q_fin = parse(_proposal_text(ep, "REQUESTER_CRAFTS"))
-  counter = capability.respond(tmpl, q0.peer_requests[0], ep.sender, ep.receiver, ep.peer_mode)
+  k, held = ep.goal_count, ep.inventory(ep.sender)
+  counter = capability.respond(tmpl, q0.peer_requests[0], ep.sender, ep.receiver, ep.peer_mode,
+                               k)
   assert counter.decision == "COUNTER"
   assert counter.counter_offer_id == "CRAFT_AT_REQUESTER_HANDOFF_FINISHED"
-  c = resolve_feedback(tmpl, q0, counter, q_fin, ep.sender, ep.receiver)
+  c = resolve_feedback(tmpl, q0, counter, q_fin, ep.sender, ep.receiver, k, held)
   assert isinstance(c, Commitment) and c.binding == "REQUESTER_CRAFTS"
-  assert isinstance(resolve_feedback(tmpl, q0, counter, q0, ep.sender, ep.receiver), Conflict)
+  assert isinstance(resolve_feedback(tmpl, q0, counter, q0, ep.sender, ep.receiver, k, held),
+                    Conflict)
   accept = capability.Response("ACCEPT", "LOCAL_WORKCELL_CAN_PROCESS")
-  assert resolve_feedback(tmpl, q0, accept, q0, ep.sender, ep.receiver).binding == "PEER_CRAFTS"
+  assert resolve_feedback(tmpl, q0, accept, q0, ep.sender, ep.receiver, k,
+                          held).binding == "PEER_CRAFTS"
+  # The planks handoff counts the requester's starting holdings: without them its obtain
+  # (net of them) yields too little to hand off.
+  assert "holds and yields" in resolve_feedback(tmpl, q0, accept, q0, ep.sender, ep.receiver,
+                                                k).reason
+  # A request at another goal count asks for no branch of this world.
+  assert capability.respond(tmpl, q0.peer_requests[0], ep.sender, ep.receiver, ep.peer_mode,
+                            k + 1).decision == "REJECT"
   # Changing the goal (sticks instead of a table) is not a legal revision.
   other = templates.get("capability_stick").branch("REQUESTER_CRAFTS", ep.sender, ep.receiver)
   from agents.gencoord.policies.composer import proposal_text
   assert isinstance(resolve_feedback(tmpl, q0, counter, parse(proposal_text(other, ep.receiver)),
-                                     ep.sender, ep.receiver), Conflict)
+                                     ep.sender, ep.receiver, k, held), Conflict)
   assert capability.response_valid(counter) and counter.wire().startswith('{"decision"')

@@ -4,8 +4,9 @@ import dataclasses
 
 import pytest
 
-from agents.gencoord import episode as E, protocol, structure, suites, templates
+from agents.gencoord import episode as E, facts, protocol, structure, suites, templates
 from agents.gencoord.policies.composer import ProgramPolicy
+from envs.minecraft.layout import make_layout
 
 
 @pytest.mark.parametrize("name,clusters", [("train", 480), ("heldout", 128),
@@ -34,9 +35,10 @@ def test_binding_pairs_share_receiver_view_until_request():
   eps = [e for e in suites.forward("intervention") if e.role_view == 1]
   by_world = collections.defaultdict(list)
   for e in eps:
-    by_world[(e.template, e.variant, e.scale)].append(e)
+    by_world[(e.template, e.variant)].append(e)
   for pair in by_world.values():
     assert len(pair) == 2 and pair[0].binding != pair[1].binding
+    assert pair[0].goal_count == pair[1].goal_count and pair[0].layout == pair[1].layout
     a, b = (E.receiver_context(e, None) for e in pair)
     assert (a.observation, a.prior, a.agent, a.peer) == (b.observation, b.prior, b.agent, b.peer)
     s0, s1 = (E.sender_context(e) for e in pair)
@@ -67,7 +69,7 @@ def test_splits_use_disjoint_worlds():
   held = {e.template for e in suites.forward("heldout_template")}
   assert len(held) == 4 and not held & {e.template for e in suites.forward("train")}
   assert {templates.get(t).family for t in held} == set(templates.FAMILIES)
-  assert {e.scale for e in suites.forward("train")} == {1, 2}
+  assert {e.goal_count for e in suites.forward("train")} == {1, 2, 3, 4}
 
 
 def test_visibility_views_project_the_public_structure():
@@ -85,12 +87,18 @@ def test_visibility_views_project_the_public_structure():
 
 
 def test_every_branch_closes_in_the_world():
+  # Every template at every goal count, in worlds drawn for that count (holdings included).
   pool = suites.forward("train") + suites.forward("heldout_template")
   for name in {e.template for e in pool}:
-    for scale in (1, 2, 3):
-      eps = [e for e in pool if e.template == name][:4]
-      eps = [dataclasses.replace(e, scale=scale) for e in eps]
-      assert all(r.success for r in protocol.run_forward(eps, ProgramPolicy()))
+    base = [e for e in pool if e.template == name][:4]          # both bindings, both views
+    for k in facts.GOAL_COUNTS:
+      world = facts.sample(name, templates.get(name).bindings, 90_000 + k, suites.AGENTS,
+                           goal_counts=(k,))
+      layout = make_layout(90_000 + k, suites.AGENTS,
+                           extra_items={a: dict(inv) for a, inv in world.inventories})
+      eps = [dataclasses.replace(e, goal_count=k, layout=layout) for e in base]
+      assert {e.binding for e in eps} == set(templates.get(name).bindings)
+      assert all(r.success for r in protocol.run_forward(eps, ProgramPolicy())), (name, k)
 
 
 def test_unknown_suite_raises():

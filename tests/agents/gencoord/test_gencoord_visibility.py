@@ -59,9 +59,10 @@ def test_rule_reads_the_structure_not_the_template(monkeypatch):
 
 
 def test_rule_scales_quantities_and_declines_unlisted_structures():
-  # The structure lists scale-1 quantities; held-out clusters run at scales 1 and 2.
+  # The structure lists per-order quantities; held-out clusters run at goal counts 1-4 and
+  # the sender's obtain is net of its holdings.
   eps = suites.forward("heldout")
-  assert {e.scale for e in eps} == {1, 2}
+  assert {e.goal_count for e in eps} == {1, 2, 3, 4}
   assert all(r.success for r in protocol.run_forward(eps, policies.make("factorized_rule")))
   # Factorised templates list no nodes: no proposal (a recorded failure, not a crash).
   recs = protocol.run_forward(suites.cross_product()[:4], policies.make("factorized_rule"))

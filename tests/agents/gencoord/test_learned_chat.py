@@ -1,4 +1,6 @@
 """Chat rendering of local contexts and the DSL-aware tokenizer."""
+import re
+
 import pytest
 
 from agents.gencoord import data, episode as E, prompt, structure, suites
@@ -90,3 +92,14 @@ def test_tokenizer_round_trip_and_shorter_dsl(tok, rows, tmp_path):
   assert tok.eos_token == "<|im_end|>" and tok.pad_token == "<|endoftext|>"
   with pytest.raises(ValueError):
     dsl_tokenizer.train_dsl_tokenizer(texts, 100, tmp_path / "small")
+
+
+def test_numbers_tokenize_digit_by_digit(tok, rows):
+  # The tokenizer was trained on multi-digit counts, so BPE could have merged them.
+  assert any(re.search(r"\d\d", r.prompt + r.target) for r in rows)
+  for text in ("resource.obtain(q=16,item=oak_planks)", '{"goal_count":3,"oak_planks":12}',
+               "I hold 24 sand.", rows[0].target):
+    pieces = [tok.decode([i]) for i in tok.encode(text, add_special_tokens=False)]
+    with_digits = [p for p in pieces if any(ch.isdigit() for ch in p)]
+    assert all(len(p) == 1 for p in with_digits), with_digits     # one token per digit
+    assert "".join(with_digits) == "".join(ch for ch in text if ch.isdigit())

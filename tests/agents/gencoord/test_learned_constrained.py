@@ -53,13 +53,20 @@ def setup(tmp_path_factory):
   return eps, tok, [models.build(config, rngs=nnx.Rngs(seed)) for seed in (0, 1)]
 
 
+# The regex bounds every value (9-digit integers, 32-character atoms), so an output ends; with
+# this 300-token vocabulary and digits as single tokens (tokenizer.SPLIT) an untrained model's
+# walk through such values takes up to ~760 tokens (measured), hence the cap.
+MAX_TOKENS = 1024
+
+
 @pytest.mark.parametrize("temperature", [0.0, 1.0])
 def test_untrained_models_always_write_parseable_commitments(setup, temperature):
   eps, tok, untrained = setup
   convs = [chat.messages(E.sender_context(ep), "dsl") for ep in eps]
   for seed, model in enumerate(untrained):
     outs = learned.flax_llm(model, tok).generate(convs, SamplingParams(
-        max_tokens=512, temperature=temperature, seed=seed, regex=constrained.DSL_REGEX))
+        max_tokens=MAX_TOKENS, temperature=temperature, seed=seed,
+        regex=constrained.DSL_REGEX))
     for out in outs:
       assert out.finish_reason == "stop", out.text
       parse(out.text)  # raises ParseError otherwise
@@ -70,7 +77,7 @@ def test_constrained_policy_is_raw_valid_in_the_closed_loop(setup):
   llm = learned.flax_llm(untrained[0], tok)
   free = protocol.run_forward(eps, learned.LearnedPolicy(llm, max_new_tokens=64))
   assert not any(r.raw_valid for r in free)  # an untrained model writes no DSL by itself
-  recs = protocol.run_forward(eps, learned.LearnedPolicy(llm, max_new_tokens=512,
+  recs = protocol.run_forward(eps, learned.LearnedPolicy(llm, max_new_tokens=MAX_TOKENS,
                                                          constrained=True))
   assert all(r.raw_valid for r in recs)
   assert {r.failure_code for r in recs} <= {"CONTRACT_REJECT", ""}
@@ -79,10 +86,11 @@ def test_constrained_policy_is_raw_valid_in_the_closed_loop(setup):
 def test_openai_http_sends_the_regex_to_the_server(setup):
   eps, tok, untrained = setup
   server = OpenAIServer(learned.flax_llm(untrained[1], tok), "accord",
-                        limits=ServerLimits(max_new_tokens=512, max_prompt_tokens=4096)).start()
+                        limits=ServerLimits(max_new_tokens=MAX_TOKENS,
+                                            max_prompt_tokens=4096)).start()
   try:
     policy = learned.LearnedPolicy(OpenAIBackend(server.url, "accord", timeout_s=300,
-                                                 max_retries=0), max_new_tokens=512,
+                                                 max_retries=0), max_new_tokens=MAX_TOKENS,
                                    constrained=True)
     for text in policy.generate_raw([E.sender_context(ep) for ep in eps[:4]],
                                     policy.commit_params):

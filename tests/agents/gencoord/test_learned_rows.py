@@ -4,6 +4,7 @@ import pytest
 from agents.gencoord import data
 from agents.gencoord.learned import chat, sft_rows, tokenizer as dsl_tokenizer
 from agents.gencoord.learned import training_recipes as recipes
+from lib.sft import batches as sft_batches, chat_rows
 
 
 @pytest.mark.parametrize("name,counts", [
@@ -33,7 +34,8 @@ def test_loss_mask_covers_exactly_target_and_eos(tmp_path):
   rows = recipes.get("direct_dsl").rows()[:24]
   tok = dsl_tokenizer.train_dsl_tokenizer(
       [chat.system_prompt() + r.prompt + r.target for r in rows], 500, tmp_path)
-  arr = sft_rows.encode_rows(rows, tok, "dsl")
+  arr = sft_batches.left_padded(chat_rows.encode_rows(tok, chat.sft_pairs(rows, "dsl")),
+                                tok.pad_token_id or 0)
   assert arr["input_ids"].shape[1] % 16 == 0
   eos = tok.convert_tokens_to_ids("<|im_end|>")
   for i, r in enumerate(rows):
@@ -57,7 +59,8 @@ def test_contrast_groups_hold_one_world_with_every_binding_and_role_view():
   for group in list(members.values())[::97]:
     rs = [rows[i] for i in group]
     assert len({(r.binding, r.role_view) for r in rs}) == 4
-    assert len({(r.template, r.stage, r.context.observation.get("scale")) for r in rs}) == 1
+    assert len({(r.template, r.stage, r.context.observation.get("goal_count"))
+                for r in rs}) == 1
     assert len({chat.messages(r.context)[-1]["content"] for r in rs}) == 4
   # A row without a full group (a subsample can leave one) gets -1.
   assert sft_rows.contrast_groups(rows[:1]) == [-1]
@@ -66,7 +69,7 @@ def test_contrast_groups_hold_one_world_with_every_binding_and_role_view():
 def test_contrast_groups_skip_cells_missing_a_binding_role_pair():
   rows = recipes.get("direct_dsl").rows()
   cell = [r for r in rows if (r.template, r.stage) == ("dual_build", "sender_initial")
-          and r.context.observation.get("scale") == 1]
+          and r.context.observation.get("goal_count") == 1]
   without = [r for r in cell if (r.binding, r.role_view) != ("WALL", 1)]
   assert set(sft_rows.contrast_groups(without)) == {-1}
   assert -1 not in sft_rows.contrast_groups(cell)

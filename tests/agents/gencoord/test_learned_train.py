@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from agents.gencoord.learned import chat, sft_rows, tokenizer as dsl_tokenizer, train
+from agents.gencoord.learned import chat, tokenizer as dsl_tokenizer, train
 from agents.gencoord.learned import training_recipes as recipes
 from lib.run.config_blocks import model_block
+from lib.sft import batches as sft_batches, chat_rows
 
 
 def _config(epochs=4):
@@ -28,7 +29,8 @@ def setup(tmp_path_factory):
   tok = dsl_tokenizer.train_dsl_tokenizer(
       [chat.system_prompt() + r.prompt + r.target for r in rows], 400,
       tmp_path_factory.mktemp("tok"))
-  return tok, sft_rows.encode_rows(rows, tok, "dsl")
+  examples = chat_rows.encode_rows(tok, chat.sft_pairs(rows, "dsl"))
+  return tok, sft_batches.left_padded(examples, tok.pad_token_id or 0)
 
 
 def _params(model):

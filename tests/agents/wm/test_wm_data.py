@@ -3,6 +3,7 @@ import numpy as np
 
 from agents.wm import data
 from agents.wm.trajectory import Step, Trajectory
+from lib.run.jsonl import write_jsonl
 
 
 def make_trajs():
@@ -58,8 +59,8 @@ def test_mismatched_targets_and_messages(tmp_path):
   teacher = data.teacher_messages(mis[0])[0]["content"]
   assert teacher.startswith(student) and teacher.rstrip().endswith(mis[0].target)
   path = str(tmp_path / "s.jsonl")
-  data.save_jsonl(path, mis)
+  write_jsonl(path, [m.to_json() for m in mis])
   assert data.load_samples(path) == mis
   tpath = str(tmp_path / "t.jsonl")
-  data.save_jsonl(tpath, make_trajs())
+  write_jsonl(tpath, [t.to_json() for t in make_trajs()])
   assert data.load_trajectories(tpath) == make_trajs()

@@ -88,4 +88,6 @@ def test_sft_steps_from_epochs_or_steps():
   assert warmstart.sft_steps(ConfigDict(dict(steps=150, epochs=0.0, batch=8)), 1000) == 150
   # 4 passes over 1,001 rows in batches of 16: ceil(4004 / 16)
   assert warmstart.sft_steps(ConfigDict(dict(steps=150, epochs=4.0, batch=16)), 1001) == 251
-  assert warmstart.sft_steps(ConfigDict(dict(steps=7, batch=16)), 1001) == 7   # no epochs field
+  # every config sets `epochs` (configs/wm/demo.py: 0.0, sized by steps)
+  from configs.wm import demo, study
+  assert demo.get_config().sft.epochs == 0.0 and study.get_config().sft.epochs == 4.0

@@ -3,9 +3,11 @@
 A bot builds a two-block-high wall with `bot.placeBlock` (its planks start in the main inventory,
 so `bot.equip` has to move them to the hotbar with window clicks first); the test then reads the
 blocks and the inventory back from the server's own world. The same wall must stop a bot that
-walks straight at a marker behind it, while the pathfinder walks around it.
+walks straight at a marker behind it, while the pathfinder walks around it. A reset puts the
+agents on their start cells on the server and in the bots, however late a bot's login ends.
 """
 import shutil
+import time
 
 import pytest
 
@@ -79,3 +81,23 @@ def test_the_server_teleports_a_walked_off_agent_back_and_its_bot_follows(rt):
   rt.bot_request("sync", agent="agent_a", pos=list(start))
   x, z = rt.state()["agents"]["agent_a"]["pos"]
   assert abs(x - start[0]) + abs(z - start[1]) < 0.5
+
+
+def test_a_login_that_ends_late_does_not_undo_the_reset_teleport(rt):
+  # flying-squid ends a login by sending the player back to where it logged in, once the bot's
+  # first flying packet is in; on a loaded machine that packet can come after the reset's
+  # teleport (held back here for `hold_s` after the bot spawns), which the login then undid:
+  # `sync` saw the bot at its spawn point, "did not take the teleport".
+  hold_s, start = 1.5, [START[0] + 0.5, START[1] + 0.5]
+  rt.bot_request("connect", agents=["agent_late"], hold_ms=int(hold_s * 1000))
+  try:
+    rt.reset(W.Layout({}, {"agent_late": (START, (), "GENERAL")}, {}), "late-login")
+    end = time.monotonic() + hold_s + 1.0      # the held packets are out and answered by then
+    while time.monotonic() < end:
+      x, z = rt.state()["agents"]["agent_late"]["pos"]
+      assert abs(x - start[0]) + abs(z - start[1]) < 0.5, (x, z)
+      time.sleep(0.05)
+    x, z = rt.bot_request("straight", agent="agent_late", target=start, ticks=0)["pos"]
+    assert abs(x - start[0]) + abs(z - start[1]) < 0.5, (x, z)      # the bot agrees
+  finally:
+    rt.bot_request("drop", agent="agent_late")

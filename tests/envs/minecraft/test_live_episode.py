@@ -63,12 +63,17 @@ def test_one_episode_per_family_matches_simulator(rt):
 
 
 def test_final_server_state_equals_simulator_state(rt):
-  ep = _one_per_family()[1]                    # the recipe family: mining, crafting, handoff
+  # The recipe family (mining, crafting, handoff), in a world whose agents both start with
+  # sampled items beside the pickaxe: the server must start them with exactly those.
+  ep = next(e for e in suites.suite("heldout") if templates.get(e.template).family == "recipe"
+            and all(len(e.inventory(a)) > 1 for a in suites.AGENTS))
   rec = protocol.run_forward([ep], policies.make("rule_minimal_request"), "true")[0]
   steps = compile_plan(rec.result.plan, ep.layout.locations)
   sim_world = ep.layout.reset()
   assert executor.execute(sim_world, steps).error is None
   live_world = rt.world_for(ep)
+  assert {n: dict(a.inventory) for n, a in live_world.agents.items()} == {
+      a: ep.inventory(a) for a in suites.AGENTS}
   trace = executor.execute(live_world, steps)
   assert trace.error is None and trace.handoffs
   sim_snap = ({n: {k: v for k, v in a.inventory.items() if v}

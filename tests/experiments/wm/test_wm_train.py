@@ -13,6 +13,7 @@ from agents.wm import condition_table, conditions, data, embedders, policy
 from configs.wm import train as wm_train_config
 from experiments.wm import train as wm_train
 from lib.models import tokenizer as tokenizer_lib
+from lib.run.jsonl import write_jsonl
 from lib.rl import losses as rl_losses
 
 pytestmark = pytest.mark.long_module(50)   # scheduled first: tests/conftest.py
@@ -145,7 +146,7 @@ def _params(workdir):
 
 def test_grpo_resume_matches_uninterrupted_run(tmp_path):
   path = str(tmp_path / "train.jsonl")
-  data.save_jsonl(path, _samples())
+  write_jsonl(path, [s.to_json() for s in _samples()])
   full = wm_train.run(_config(path, "GT-PERM", 2), str(tmp_path / "full"))
   wm_train.run(_config(path, "GT-PERM", 1), str(tmp_path / "split"))
   t0 = time.perf_counter()
@@ -175,7 +176,7 @@ def test_grpo_resume_matches_uninterrupted_run(tmp_path):
 
 def test_opsd_mis_trains_on_the_next_state_span(tmp_path):
   path = str(tmp_path / "train.jsonl")
-  data.save_jsonl(path, _samples())
+  write_jsonl(path, [s.to_json() for s in _samples()])
   c = _config(path, "OPSD-MIS", 1)
   c.train.span = "response"      # an untrained model rarely opens <next_state> in 6 tokens
   out = wm_train.run(c, str(tmp_path / "opsd"))

@@ -57,8 +57,7 @@ def test_checkpoint_path_loads_weights_and_tokenizer(tmp_path):
   model, config, tok = model_setup.build_model(block, seed=1, tokenizer_texts=texts,
                                                tokenizer_dir=str(tmp_path / "tok"))
   ckpt = tmp_path / "ckpt"
-  models.save_pretrained(model, config, str(ckpt))
-  tok.save_pretrained(str(ckpt))
+  models.save_pretrained(model, config, str(ckpt), tokenizer=tok)
   # The preset fields are ignored once a checkpoint is named.
   named = config_blocks.model_block(checkpoint=str(ckpt), overrides={"num_layers": 7})
   loaded, loaded_config, loaded_tok = model_setup.build_model(named, seed=99)

@@ -10,7 +10,8 @@ import textwrap
 CHECK = textwrap.dedent("""
     import jax, jax.numpy as jnp, numpy as np
     from flax import nnx
-    from lib import models, sampling
+    from lib import models
+    from lib.generate import sampling
     assert jax.device_count() == 8, jax.devices()
     model = models.build(models.preset("qwen3.5-tiny", deltanet_chunk=8), rngs=nnx.Rngs(0))
     # Spread the logits: the projections' 0.02 init leaves them nearly flat.

@@ -113,8 +113,7 @@ print(chat + "|" + str(tok.encode("Step 7", add_special_tokens=False)))
 # transformers 4.x beside the venv's 5.x: the README's test command installs it (--no-deps --target)
 # into .venv/transformers4; ACCORD_TRANSFORMERS4_SITE points elsewhere.
 TRANSFORMERS4_SITE = os.environ.get("ACCORD_TRANSFORMERS4_SITE") or os.path.join(
-    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), ".venv",
-    "transformers4")
+    os.path.dirname(__file__), "..", "..", "..", ".venv", "transformers4")
 
 
 @pytest.mark.skipif(not os.path.isdir(TRANSFORMERS4_SITE),

@@ -32,7 +32,7 @@ import pytest
 pytestmark = pytest.mark.long_module(110)   # scheduled first: tests/conftest.py
 
 LR = 1e-2
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 DEADLINE_S = 240   # per group of children (each child takes about 20 CPU-seconds)
 
 

@@ -11,7 +11,8 @@ import textwrap
 CHECK = textwrap.dedent("""
     import jax, jax.numpy as jnp, numpy as np
     from flax import nnx
-    from lib import models, sampling
+    from lib import models
+    from lib.generate import sampling
     assert jax.device_count() == 8, jax.devices()
     model = models.build(models.preset("qwen3-tiny"), rngs=nnx.Rngs(0))
     nnx.update(model, jax.tree.map(lambda x: 8.0 * x, nnx.state(model, nnx.Param)))

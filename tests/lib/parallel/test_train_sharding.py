@@ -16,7 +16,7 @@ import pytest
 pytestmark = pytest.mark.long_module(60)   # scheduled first: tests/conftest.py
 
 LR = 1e-2
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 
 
 def test_sft_grpo_opsd_steps_on_8_devices_equal_single_device():

@@ -18,7 +18,7 @@ from lib.run.config_blocks import model_block, plan_block
 
 pytestmark = pytest.mark.long_module(240)
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 V5E = "tpu:v5e:2x2"
 # Every matrix has a dimension divisible by 4 and >= 1024 elements, so FSDP over 4 chips splits it.
 SMALL = dict(vocab_size=512, hidden_size=128, intermediate_size=256, num_heads=4, num_kv_heads=2,
@@ -85,7 +85,7 @@ def test_a_second_process_can_plan_while_this_one_holds_libtpu():
   # multi-process lockfile"); off a TPU host compile_target lifts it.
   compile_target.devices(compile_target.parse(V5E))
   env = {k: v for k, v in os.environ.items() if k != "ALLOW_MULTIPLE_LIBTPU_LOAD"}
-  code = ("from lib import compile_target as c; "
+  code = ("from lib.plan import compile_target as c; "
           "print(len(c.devices(c.parse('tpu:v5e:2x2'))))")
   out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=dict(env, PYTHONPATH=ROOT,
                        JAX_PLATFORMS="cpu"), capture_output=True, text=True, timeout=120)

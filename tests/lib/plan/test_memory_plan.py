@@ -18,7 +18,7 @@ from lib.run.config_blocks import model_block, plan_block
 
 pytestmark = pytest.mark.long_module(45)   # scheduled first: tests/conftest.py
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 # tests/ on the path too: the child (this file as a script) imports tests/launch_server.py
 ENV8 = dict(os.environ, JAX_PLATFORMS="cpu",
             PYTHONPATH=os.pathsep.join([ROOT, os.path.join(ROOT, "tests")]),

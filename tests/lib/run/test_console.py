@@ -33,6 +33,36 @@ def test_info_goes_to_log_txt_only_and_warnings_to_both(tmp_path):
   assert "after" in _with_console_handler(lambda: logging.info("after"))
 
 
+def test_lines_marked_on_console_reach_the_console_and_log_txt(tmp_path):
+  def log():
+    with console.run_logging(str(tmp_path)):
+      logging.info("sft: 30/100 it (30%)", extra=console.ON_CONSOLE)
+      logging.info("step 10: loss 0.5")
+  assert _with_console_handler(log).splitlines() == ["sft: 30/100 it (30%)"]
+  assert "INFO sft: 30/100 it (30%)" in (tmp_path / "log.txt").read_text()
+
+
+def test_matplotlib_font_cache_lines_stay_off_a_default_console(monkeypatch, tmp_path):
+  monkeypatch.setattr(console.os, "environ", dict(console.os.environ))  # it sets variables
+  names = [console._BACKEND_PROBE_LOGGER, "matplotlib", "matplotlib.font_manager"]
+  for name in names:   # levels are process-wide: put them back afterwards
+    monkeypatch.setattr(std_logging.getLogger(name), "level", std_logging.NOTSET)
+  fonts = std_logging.getLogger("matplotlib.font_manager")
+
+  def log():
+    with console.run_logging(str(tmp_path)):
+      fonts.warning("Matplotlib is building the font cache; this may take a moment.")
+      fonts.info("generated new fontManager")   # absl has set the root logger to INFO
+      fonts.error("a real font error")
+  root = std_logging.getLogger()
+  monkeypatch.setattr(root, "level", std_logging.INFO)
+  console.quiet_import_banners(["launch.py", "--verbose"])
+  assert "font cache" in _with_console_handler(log)
+  console.quiet_import_banners(["launch.py"])
+  shown = _with_console_handler(log)
+  assert "font" not in shown.replace("a real font error", "") and "a real font error" in shown
+
+
 def test_verbose_keeps_info_on_the_console(tmp_path):
   def log():
     with console.run_logging(str(tmp_path), verbose=True):

@@ -114,6 +114,19 @@ def test_content_as_text_parts(served):
   assert a.choices[0].message.content == b.choices[0].message.content
 
 
+def test_developer_role_is_the_system_turn(served):
+  _, client, _ = served
+  ask = lambda role: client.chat.completions.create(
+      model="accord", messages=[{"role": role, "content": "Be brief."}, *MSG], max_tokens=4,
+      temperature=0)
+  system, developer = ask("system"), ask("developer")
+  assert developer.choices[0].message.content == system.choices[0].message.content
+  assert developer.usage.prompt_tokens == system.usage.prompt_tokens
+  r = client.responses.create(model="accord", max_output_tokens=4, temperature=0,
+                              input=[{"role": "developer", "content": "Be brief."}, *MSG])
+  assert r.output_text == system.choices[0].message.content
+
+
 @pytest.mark.parametrize("extra,named", [
     ({"functions": [{"name": "f"}]}, "functions"),
     ({"tools": [{"type": "function", "function": {}}]}, "tools[0]"),

@@ -31,17 +31,20 @@ def arrays():
   return sft_batches.left_padded(_examples(), pad_id=0, multiple=8)
 
 
-def _run(workdir, arrays, steps=8, ckpt_every=4, start_fresh=False, **validation):
+def _run(workdir, arrays, steps=8, ckpt_every=4, start_fresh=False, validate=None,
+         validate_every=0):
   model, _, _ = model_setup.build_model(config_blocks.model_block(overrides=SMALL), seed=0)
   apply_fn, params = nnx_apply_fn(model)
   tx = optim.adamw(lr=1e-2, total_steps=steps, warmup_frac=0.0)
   evaluate = jax.jit(sft.make_sft_eval(apply_fn))
   held_out = {k: arrays[k] for k in sft_batches.KEYS}
+  settings = sft_loop.SFTConfig(target_window=arrays["target_window"], log_every=1,
+                                ckpt_every=ckpt_every, start_fresh=start_fresh,
+                                validate_every=validate_every)
   return sft_loop.train(apply_fn, TrainState.create(params, tx), tx,
                         sft_batches.epoch_batches(arrays, 8, seed=0), steps, str(workdir),
-                        target_window=arrays["target_window"], log_every=1,
-                        ckpt_every=ckpt_every, evaluate=lambda p: float(evaluate(p, held_out)),
-                        start_fresh=start_fresh, **validation)
+                        settings, evaluate=lambda p: float(evaluate(p, held_out)),
+                        validate=validate)
 
 
 def test_loss_falls_and_tokens_are_counted(arrays, tmp_path):
@@ -108,5 +111,6 @@ def test_validation_period_must_be_a_multiple_of_the_log_period(arrays, tmp_path
   tx = optim.adamw(lr=1e-2, total_steps=4, warmup_frac=0.0)
   with pytest.raises(ValueError, match="multiple of log_every"):
     sft_loop.train(apply_fn, TrainState.create(params, tx), tx,
-                   sft_batches.epoch_batches(arrays, 8, seed=0), 4, str(tmp_path), log_every=2,
-                   validate=lambda s, p: ({}, False), validate_every=3)
+                   sft_batches.epoch_batches(arrays, 8, seed=0), 4, str(tmp_path),
+                   sft_loop.SFTConfig(log_every=2, validate_every=3),
+                   validate=lambda s, p: ({}, False))

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 RL_MODULES = ("lib.rl.grpo", "lib.rl.opsd", "lib.rl.trainer")
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.parametrize("module", ["lib.sft.loop", "lib.train.setup"])

@@ -1,4 +1,4 @@
-"""lib/train_loop.resume: resuming, and `config.start_fresh` as the way out of unusable
+"""lib/train/setup.resume: resuming, and `config.start_fresh` as the way out of unusable
 checkpoints."""
 import glob
 import os

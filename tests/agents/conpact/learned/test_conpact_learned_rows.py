@@ -5,6 +5,7 @@ import pytest
 from agents.conpact import compare, parse, prompts, schemas, textenv
 from agents.conpact import demonstrations as demo
 from agents.conpact.learned import rows as study_rows
+from lib.run.jsonl import read_jsonl, write_jsonl
 
 TASK = "BabyAI-GoToRedBall-v0"
 
@@ -19,8 +20,8 @@ def test_build_gives_separately_noised_roles_discussions_react_and_a_clean_basel
   assert s["noisy"] > 0 and s["wrong"] > 0 and s["discussion"] > 0 and s["react"] > 0
   assert study_rows.stats(planner)["discussion"] > 0
   path = str(tmp_path / "a.jsonl")
-  study_rows.write_jsonl(actor, path)
-  assert study_rows.read_jsonl(path) == actor
+  write_jsonl(path, actor)
+  assert read_jsonl(path) == actor
   with pytest.raises(ValueError, match="separate noise seeds"):
     study_rows.build([TASK], 0, 1, {"planner": 0.3, "actor": 0.3}, {"planner": 5, "actor": 5})
 

@@ -1,0 +1,98 @@
+"""Instance facts and split disjointness: no evaluation input is a training input."""
+import collections
+import hashlib
+import json
+
+import pytest
+
+from agents.gencoord import data, episode as E, facts, suites, templates
+from agents.gencoord.learned import chat, split_audit
+
+
+@pytest.fixture(scope="module")
+def train_prompts():
+  """Hashes of every training row's model input (user content: the dsl rendering)."""
+  return {split_audit.prompt_sha256(r.context) for r in split_audit.training_rows()}
+
+
+@pytest.mark.parametrize("pool", split_audit.EVAL_POOLS)
+def test_no_evaluation_input_is_a_training_input(pool, train_prompts):
+  contexts = split_audit.model_inputs(split_audit.pool(pool))
+  stages = {c.stage for c in contexts}
+  assert stages >= ({"requester_initial", "requester_after_response", "centralized"}
+                    if pool == "capability" else
+                    {"sender_initial", "receiver_after_request", "sender_after_obtain",
+                     "sender_intent", "receiver_query"})
+  shared = [c.episode_id for c in contexts
+            if split_audit.prompt_sha256(c) in train_prompts]
+  assert not shared, (pool, shared[:5])
+
+
+def test_training_prompts_are_mostly_distinct():
+  rows = data.forward_rows(suites.forward("train"))
+  assert len(rows) == 1920
+  assert len({split_audit.row_sha256(r) for r in rows}) >= 1500
+  assert len({r.target for r in rows}) >= 500          # quantities follow the facts
+
+
+def test_row_records_the_hash_of_its_model_input():
+  for row in data.forward_rows(suites.forward("train")[:2], "json"):
+    record = split_audit.row_record(row)
+    text = json.dumps(chat.messages(row.context, "json"), sort_keys=True)
+    assert record["prompt_sha256"] == hashlib.sha256(text.encode()).hexdigest()
+  rows = data.forward_rows(suites.forward("train")[:2])
+  assert len({split_audit.row_record(r)["prompt_sha256"] for r in rows}) == len(rows)
+
+
+def test_facts_are_in_the_observation_and_drive_the_obtain_step():
+  eps = suites.forward("train")
+  assert {e.goal_count for e in eps} == set(facts.GOAL_COUNTS)
+  held_some = 0
+  for ep in eps[::7]:
+    obs = E.sender_context(ep).observation
+    assert obs["goal_count"] == ep.goal_count and obs["inventory"] == ep.inventory(ep.sender)
+    raw = templates.get(ep.template).branch(ep.binding, ep.sender, ep.receiver, ep.goal_count)
+    need, got = raw.sender_path[0], ep.branch().sender_path[0]
+    assert need.skill == got.skill == "resource.obtain"
+    held = ep.inventory(ep.sender).get(need.args["item"], 0)
+    assert got.args["q"] == need.args["q"] - held >= 1
+    assert ep.branch().sender_path[1:] == raw.sender_path[1:]
+    held_some += held > 0
+  assert held_some > 20
+  spare = {i for e in eps for i in e.inventory(e.sender)} - {"wooden_pickaxe"}
+  assert len(spare) >= 5                                # distractors beside the material
+
+
+def test_facts_are_deterministic_and_redrawn_around_forbidden_views():
+  args = ("chest_ab", templates.get("chest_ab").bindings, 123, suites.AGENTS)
+  first = facts.sample(*args)
+  assert facts.sample(*args) == first
+  keys = {facts.view_key("chest_ab", a, first.goal_count, {"wooden_pickaxe": 1, **dict(inv)})
+          for a, inv in first.inventories}
+  again = facts.sample(*args, forbidden=frozenset(keys))
+  assert again != first and facts.sample(*args, forbidden=frozenset(keys)) == again
+  assert facts.sample(*args[:3], suites.AGENTS, goal_counts=(1,)).goal_count == 1
+  assert not facts.touched("chest_ab") & {"sand", "coal", "oak_planks"}
+  assert {"oak_planks", "oak_log", "stick"} <= facts.touched("planks_or_sticks")
+
+
+def test_pairs_share_facts_and_evaluation_views_are_unseen():
+  seen = suites.training_views()
+  for name in ("heldout", "intervention", "capability", "visibility"):
+    eps = suites.suite(name)
+    worlds = collections.defaultdict(set)
+    for ep in eps:
+      worlds[(ep.template, ep.variant)].add((ep.goal_count, ep.layout.agent_starts["agent_a"][1],
+                                             ep.layout.agent_starts["agent_b"][1]))
+      assert all(facts.view_key(ep.template, a, ep.goal_count, ep.inventory(a)) not in seen
+                 for a in suites.AGENTS)
+    assert all(len(v) == 1 for v in worlds.values())    # both bindings / modes, one world
+
+
+def test_split_table_reports_zero_shared_prompts():
+  table = split_audit.split_table(["direct_dsl"], "heldout", "intervention")
+  by = {r["split"]: r for r in table}
+  assert by["train"]["rows"] == 1920 and by["train"]["distinct_prompts"] >= 1500
+  assert by["intervention"]["rows"] == 640 and by["heldout"]["rows"] == 512
+  assert by["intervention"]["prompts_in_train"] == by["heldout"]["prompts_in_train"] == 0
+  assert by["heldout"]["distinct_prompts"] >= 480

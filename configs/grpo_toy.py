@@ -26,7 +26,7 @@ def get_config(arg=None):
                  b2=0.999, clip_norm=1.0)
   c.grpo = dict(group_size=8, temperature=1.0, clip_eps=0.2, dual_clip_c=3.0, kl_coef=0.01,
                 entropy_coef=0.001, agg="token-mean", update_epochs=1, minibatch_prompts=8,
-                micro_batch=0, permute_scores=False)
+                micro_batch=0, permute_scores=False, loss_chunk_tokens=1024)  # 0: full logits
   c.reward = dict(kind=arg.reward, target_id=5, p=0.5)
   c.train = dict(iterations=15 if arg.debug else 60, prompts=8, prompt_len=4, max_new_tokens=4,
                  log_every=5, ckpt_every=5 if arg.debug else 20)

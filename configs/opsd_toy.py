@@ -25,7 +25,7 @@ def get_config(arg=None):
   c.optim = dict(lr=3e-3, warmup_frac=0.0, schedule="constant", weight_decay=0.01, b1=0.9,
                  b2=0.999, clip_norm=1.0)
   c.opsd = dict(alpha=0.5, temperature=1.0, is_clip=2.0, update_epochs=2, minibatch=16,
-                micro_batch=0)
+                micro_batch=0, loss_chunk_tokens=1024)  # vocabulary-chunked loss; 0: full logits
   c.task = dict(hint=arg.hint)
   c.train = dict(iterations=10 if arg.debug else 60, rows=16, prompt_len=4, max_new_tokens=4,
                  eval_rows=32, init_scale=4.0, log_every=5, eval_every=5,

@@ -29,6 +29,9 @@ def get_config(arg=None):
   c.batch_window_s = 0.01  # how long the model worker waits to grow a batch
   c.chunk_size = 16  # decode steps between checks for cancelled / finished requests
   c.api_key_env = ""  # env var holding a bearer key clients must send; "" = no auth
+  # POST /update_weights_from_disk {"model_path": dir}: an RL trainer's weight push
+  # (lib/serve/weights.py; configs/agentic/babyai.py with served.url)
+  c.weight_updates = False
   c.drain_s = 10.0  # on SIGTERM: how long the running batch may finish before it is cancelled
   # Per-request limits (lib/serve/admission.py ServerLimits); a request over one gets a 400
   # naming it. max_batch above is also the largest n.

@@ -22,7 +22,8 @@ def get_config(arg=None):
   c.optim = dict(lr=1e-2, warmup_frac=0.05, schedule="cosine", weight_decay=0.01, b1=0.9,
                  b2=0.999, clip_norm=1.0)
   c.train = dict(steps=40 if arg.debug else 400, batch=16, accum_steps=2, seq_len=16,
-                 eval_rows=64, log_every=10, eval_every=20, ckpt_every=20 if arg.debug else 100)
+                 eval_rows=64, log_every=10, eval_every=20, ckpt_every=20 if arg.debug else 100,
+                 loss_chunk_tokens=1024)  # vocabulary-chunked loss; 0: full logits
   # `--plan`: the memory of this SFT step (references, so --config.train.* overrides follow).
   t = c.train
   c.plan = plan_block(trainer="sft", rows=t.get_ref("batch"), seq_len=t.get_ref("seq_len"),

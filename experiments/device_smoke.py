@@ -7,8 +7,11 @@ step's wall time.
 Peak counters only grow within a process, so cases run from small to large and each row also
 records the peak before its steps; for exact per-row peaks run one row per process (the config's
 `case=` and `trainer=` args). `measured_bytes` is null where the platform reports no memory
-statistics (CPU), and the ratios with it. Results: results.jsonl (one row per case x trainer),
-summary.json / summary.md.
+statistics (CPU), and the ratios with it. Beside tokens/s, MFU: the step's model FLOPs
+(`lib.plan.roofline.update_flops`: 6 N T plus causal attention, without remat's recomputation)
+over the step time x devices x one device's dense bf16 peak (`compile_target.peak_bf16_flops`;
+null where the device has no published peak here, e.g. CPU). Results: results.jsonl (one row per
+case x trainer), summary.json / summary.md.
 """
 import time
 
@@ -19,7 +22,8 @@ import numpy as np
 
 from lib.models.model_setup import build_model
 from lib.parallel import sharding
-from lib.plan import memory_plan
+from lib.plan import compile_target, memory_plan, roofline
+from lib.plan.memory_breakdown import full_attention_layers
 from lib.rl import grpo
 from lib.run.config_blocks import model_block, plan_block
 from lib.run.results import ResultsLog, write_summary
@@ -68,10 +72,23 @@ def case_config(config, case: dict, trainer: str) -> ml_collections.ConfigDict:
                         dtype="bfloat16", remat="full")
   c.mesh = dict(config.mesh)
   c.optim = dict(config.optim)
-  c.plan = plan_block(trainer=trainer, rows=case["rows"], seq_len=case["seq_len"],
-                      response_len=config.response_len if trainer == "grpo" else 0,
+  devices = config.mesh.data * config.mesh.fsdp
+  rows = case["rows"] * (devices if case["rows_per_device"] else 1)
+  c.plan = plan_block(trainer=trainer, rows=rows, seq_len=case["seq_len"],
+                      micro_rows=case["micro_rows"] * (devices if case["rows_per_device"] else 1),
+                      response_len=(case["response_len"] or config.response_len
+                                    if trainer == "grpo" else 0),
                       reference=trainer == "grpo")
   return c
+
+
+def model_flops(c) -> int:
+  """Model FLOPs of one update of case config `c` (`roofline.update_flops` over all its rows)."""
+  arch = memory_plan.arch_config(c.model)
+  return roofline.update_flops(
+      matmul_params=roofline.matmul_params(memory_plan.abstract_model(arch), arch),
+      layers=full_attention_layers(arch), heads=arch.num_heads, head_dim=arch.head_dim,
+      batch=c.plan.rows, seq_len=c.plan.seq_len)
 
 
 def _batch(trainer: str, rows: int, t: int, n: int, vocab: int, rng) -> dict:
@@ -94,10 +111,11 @@ def measure(c, seed: int) -> dict:
   state, state_sh = train_loop.create_state(params, tx, mesh)
   del model, params
   trainer, p = c.plan.trainer, c.plan
+  accum = p.rows // (p.micro_rows or p.rows)
   if trainer == "sft":
-    step = sft.make_sft_step(apply_fn, tx)
+    step = sft.make_sft_step(apply_fn, tx, accum_steps=accum, param_sharding=state_sh.params)
   else:
-    step = grpo.make_grpo_step(apply_fn, tx, grpo.GRPOConfig())
+    step = grpo.make_grpo_step(apply_fn, tx, grpo.GRPOConfig(), accum, state_sh.params)
     reference = jax.tree.map(jnp.copy, state.params)     # resident, as in a GRPO run
   batch = _batch(trainer, p.rows, p.seq_len, p.response_len,
                  memory_plan.arch_config(c.model).vocab_size, np.random.default_rng(seed))
@@ -129,21 +147,28 @@ def run(config, workdir):
   done = {r["case"]: r for r in log.rows()}
   rows = []
   for case in config.cases:
-    for trainer in [t for t in config.trainers if t in case.get("trainers", config.trainers)]:
+    for trainer in [t for t in config.trainers if t in case["trainers"]]:
       key = f"{case['name']}/{trainer}"
       if key in done:
         rows.append(done[key])
         continue
       c = case_config(config, case, trainer)
+      flops = model_flops(c)
       analytic = memory_plan.compute(c, compile_step=False)
       plan = memory_plan.compute(c, compile_step=True)
       device = jax.devices()[0]
-      row = {"case": key, "preset": case["preset"], "rows": case["rows"],
+      row = {"case": key, "preset": case["preset"], "rows": c.plan.rows,
+             "micro_rows": c.plan.micro_rows or c.plan.rows,
              "seq_len": case["seq_len"], "mesh": plan.mesh, "platform": device.platform,
              "device_kind": device.device_kind, "analytic_bytes": analytic.per_device_bytes,
              "planned_bytes": plan.per_device_bytes,
              "planned_temp_bytes": (plan.memory_analysis or {}).get("temp"),
              "device_memory_bytes": plan.device_memory_bytes, **measure_or_oom(c, config.seed)}
+      peak = compile_target.peak_bf16_flops(device.device_kind)
+      row.update(model_flops=flops, peak_bf16_flops=peak,
+                 mfu=(None if peak is None or row["step_s"] is None else roofline.mfu(
+                     model_flops=flops, seconds=row["step_s"], devices=jax.device_count(),
+                     peak_flops=peak)))
       measured = row["measured_bytes"]
       row["measured_over_planned"] = None if measured is None else measured / plan.per_device_bytes
       row["measured_over_analytic"] = (None if measured is None
@@ -164,10 +189,13 @@ def run(config, workdir):
             else round(r["measured_bytes"] / GIB, 3),
             "measured / compiled": r["measured_over_planned"],
             "measured / analytic": r["measured_over_analytic"], "step s": _round(r["step_s"], 4),
-            "tokens/s": _round(r["tokens_per_s"]), "loss": r["loss"],
+            "tokens/s": _round(r["tokens_per_s"]), "MFU": _round(r.get("mfu"), 4),
+            "loss": r["loss"],
             "error": r.get("error")} for r in rows]
   write_summary(workdir, summary, table, title="Device smoke: planned vs measured memory",
                 notes="measured = the device's peak bytes in use after two update steps (max over "
                       "devices); null where the platform reports no memory statistics (CPU). "
-                      "step s = the second step's wall time (compiled).")
+                      "step s = the second step's wall time (compiled). MFU = model FLOPs (6 N T + "
+                      "causal attention) / (step s x devices x the device's bf16 peak); null "
+                      "without a published peak (CPU).")
   return summary

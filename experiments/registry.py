@@ -36,6 +36,7 @@ EXPERIMENTS: dict[str, str] = {
     "wm/demo": "experiments.wm.demo",
     "wm/study": "experiments.wm.study",
     "device_smoke": "experiments.device_smoke",
+    "agentic/babyai": "experiments.agentic.babyai",
 }
 
 

@@ -56,7 +56,8 @@ def run(config, workdir):
   backend = build_backend(config, workdir)
   server = OpenAIServer(backend, config.model_name, host=config.host, port=config.port,
                         limits=server_limits(config), batch_window_s=config.batch_window_s,
-                        api_key_env=config.api_key_env, chunk_size=config.chunk_size).start()
+                        api_key_env=config.api_key_env, chunk_size=config.chunk_size,
+                        weight_updates=config.weight_updates).start()
   info = {"url": server.url, "host": server.host, "port": server.port,
           "model": config.model_name, "pid": os.getpid()}
   _write_atomic(os.path.join(workdir, "server.json"), info)

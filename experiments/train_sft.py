@@ -34,7 +34,7 @@ def run(config, workdir):
   tx = optim.from_config(config.optim, c.steps)
   model, apply_fn, state, mesh, state_sh = train_loop.setup(config, tx, jax.random.fold_in(key, 0))
   vocab = model.config.vocab_size
-  evaluate = jax.jit(sft.make_sft_eval(apply_fn))
+  evaluate = jax.jit(sft.make_sft_eval(apply_fn, c.loss_chunk_tokens))
   held_out = copy_task_batch(np.random.default_rng([config.seed, 10**6]), c.eval_rows, c.seq_len,
                              vocab)
   # Data for step `it` depends only on (seed, it), so a resumed run sees the same stream.
@@ -42,7 +42,8 @@ def run(config, workdir):
                                         c.seq_len, vocab)
   settings = sft_loop.SFTConfig(accum_steps=c.accum_steps, log_every=c.log_every,
                                 ckpt_every=c.ckpt_every, max_to_keep=3, eval_every=c.eval_every,
-                                start_fresh=train_loop.fresh_start(config))
+                                start_fresh=train_loop.fresh_start(config),
+                                loss_chunk_tokens=c.loss_chunk_tokens)
   run_ = sft_loop.train(
       apply_fn, state, tx, batch_at, c.steps, workdir, settings, mesh=mesh,
       state_sharding=state_sh,

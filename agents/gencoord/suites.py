@@ -6,7 +6,9 @@ from the variant (facts.py): the goal count (1-4 orders) and every agent's start
 Clusters come in binding pairs that share the world, so the receiver's context is identical
 within a pair until the request arrives (and a Goal x Capability pair shares the requester's).
 
-  forward("train")            480 clusters (60 per template, balanced bindings)
+  forward("train")            480 clusters (60 per template, balanced bindings); a recipe may
+                              train on up to TRAIN_PER_TEMPLATE_MAX per template (the same
+                              worlds first), and every evaluation pool avoids all of those
   forward("heldout")          128 clusters (16 per template)
   forward("intervention")     160 clusters (20 per template)
   forward("heldout_template")  80 clusters (20 per held-out template, one new template per
@@ -25,13 +27,16 @@ import functools
 
 from agents.gencoord import capability, crossproduct, facts, motifs, templates, templates_heldout
 from agents.gencoord.episode import Episode
-from envs.minecraft.layout import make_layout
+from envs.minecraft.layout import STARTING_KIT, make_layout
 
 AGENTS = ("agent_a", "agent_b")
 CORE = ("build_site", "chest_ab", "chest_or_table", "planks_or_sticks", "deposit_or_build",
         "dual_build", "active_order", "remaining_terminal")
 FORWARD_SPLITS = {"train": (60, 0), "heldout": (16, 10_000), "intervention": (20, 20_000),
                   "heldout_template": (20, 30_000)}
+# The widest forward training pool a config may ask for (`per_template`): evaluation worlds avoid
+# the views of all of them, so the evaluation pools do not depend on how many a run trains on.
+TRAIN_PER_TEMPLATE_MAX = 960
 COUNTS = {"train": 480, "heldout": 128, "intervention": 160, "heldout_template": 80,
           "cross_product": 60, "capability": 40, "capability_train": 160, "visibility": 96}
 
@@ -56,9 +61,16 @@ def training_views() -> frozenset:
   """`facts.view_key` of every agent's view in every training pool (the forward train split,
   which the single-step, free-form and naturalized training rows reuse; the seen cross-products;
   the Goal x Capability training worlds)."""
-  eps = forward("train") + cross_product("seen") + capability_suite("train")
-  return frozenset(facts.view_key(ep.template, a, ep.goal_count, ep.inventory(a))
-                   for ep in eps for a in AGENTS)
+  out = set()
+  for t_index, name in enumerate(CORE):          # every forward training world a run may use
+    bindings = templates.get(name).bindings
+    for w in range(TRAIN_PER_TEMPLATE_MAX // 2):
+      world = _world(name, bindings, 1000 * t_index + w, True)
+      out |= {facts.view_key(name, a, world.goal_count, {**STARTING_KIT, **world.inventory(a)})
+              for a in AGENTS}
+  eps = cross_product("seen") + capability_suite("train")
+  return frozenset(out | {facts.view_key(ep.template, a, ep.goal_count, ep.inventory(a))
+                          for ep in eps for a in AGENTS})
 
 
 def _views(cluster_id, suite, template, binding, variant, world, split, peer_mode="GENERAL",
@@ -74,8 +86,15 @@ def _views(cluster_id, suite, template, binding, variant, world, split, peer_mod
   return out
 
 
-def forward(split: str, templates_=None) -> list[Episode]:
-  per_template, offset = FORWARD_SPLITS[split]
+def forward(split: str, templates_=None, per_template: int | None = None) -> list[Episode]:
+  """The forward clusters of `split`; `per_template` (train only, even, at most
+  TRAIN_PER_TEMPLATE_MAX) widens the training pool beyond the paper's 60 per template."""
+  default, offset = FORWARD_SPLITS[split]
+  if per_template is None:
+    per_template = default
+  elif split != "train" or per_template % 2 or not 0 < per_template <= TRAIN_PER_TEMPLATE_MAX:
+    raise ValueError(f"per_template={per_template}: only the train split takes it, even and at "
+                     f"most {TRAIN_PER_TEMPLATE_MAX}")
   if templates_ is None:
     templates_ = templates_heldout.HELDOUT if split == "heldout_template" else CORE
   eps = []
@@ -154,7 +173,7 @@ def clusters(episodes) -> dict:
 def suite(name: str, **kwargs) -> list[Episode]:
   """Suite registry used by configs: forward splits, cross_product, capability, visibility."""
   if name in FORWARD_SPLITS:
-    return forward(name)
+    return forward(name, **kwargs)
   makers = {"cross_product": cross_product, "cross_product_seen": lambda: cross_product("seen"),
             "capability": capability_suite,
             "capability_train": lambda: capability_suite("train"), "visibility": visibility,

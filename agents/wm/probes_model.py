@@ -25,7 +25,7 @@ import numpy as np
 from agents.wm import data, policy, probes
 from agents.wm.prompts import agent_prompt, parse_action, parse_think
 from lib.generate import sampling
-from lib.models.logprobs import token_logprobs
+from lib.models.chunked import chunked_token_logprobs
 from lib.train.state import nnx_apply_fn
 
 THINK_SKIPPED = "<think></think>\n<action>"
@@ -52,8 +52,13 @@ class Scorer:
   def __init__(self, model, tok, batch: int = 16):
     self.tok, self.batch = tok, batch
     apply_fn, self.params = nnx_apply_fn(model)
-    self._logp = jax.jit(lambda p, ids, mask: token_logprobs(
-        apply_fn(p, ids, mask)[:, :-1], ids[:, 1:]))
+
+    def logp(p, ids, mask):
+      """[B, T-1] log p(ids[:, t] | ids[:, :t]), the head applied a chunk of positions at a
+      time (lib/models/chunked.py): never [rows, T, V] float32 logits."""
+      hidden, head_w = apply_fn(p, ids, mask, hidden=True)
+      return chunked_token_logprobs(hidden[:, :-1], head_w, ids[:, 1:])[0]
+    self._logp = jax.jit(logp)
 
   def continuation_logprobs(self, messages: Sequence[list[dict]], prefills: Sequence[str],
                             continuations: Sequence[str]) -> np.ndarray:

@@ -136,7 +136,8 @@ def train_condition(config, workdir):
     if not cond.trainer:
       return None
     return trainer_cls(apply_fn, grpo.nnx_sample_fn(model, temperature=cfg.temperature,
-                                                    **sample_kw),
+                                                    weights_dtype=cfg.rollout_dtype,
+                                                    prefill_rows=cfg.prefill_rows, **sample_kw),
                        state, tx, cfg, **{initial_arg: initial_params},
                        step_fn=trainer_cls.mesh_step_fn(apply_fn, tx, cfg, batch, mesh, state_sh))
 

@@ -27,7 +27,8 @@ rules):
   train        dict(batch, max_len, lr, max_steps (0 = the budget decides), log_every, ckpt_every)
   start_fresh  True: discard checkpoints and train from step 0
 Outputs: <workdir>/<role>/export (HF dir with tokenizer), <workdir>/data_stats.json, summary.*.
-`:scale=paper` plans one Qwen3-8B role at batch 8 x 4,096 tokens (configs/paper_scale.py):
+`:scale=paper` plans one Qwen3-8B role at batch 8 x 4,096 tokens, one row per device per
+accumulation micro-batch (configs/paper_scale.py):
 python launch.py --config=configs/conpact/train.py:scale=paper --workdir=runs/cp_plan --plan \
     --config.mesh.fsdp=8 --config.plan.device_memory_gib=80
 """
@@ -60,11 +61,13 @@ def get_config(arg=None):
   c.baseline = dict(rows=arg.rows, match=arg.match)
   c.reference_epochs = 3  # paper Table 7: three epochs of the reference, token-matched
   c.train = dict(batch=2 if arg.debug else 8, max_len=512 if arg.debug else 4096, lr=1e-5,
-                 max_steps=2 if arg.debug else arg.max_steps, log_every=1, ckpt_every=100)
+                 max_steps=2 if arg.debug else arg.max_steps, log_every=1, ckpt_every=100,
+                 accum_steps=1)   # micro-batches per update (scale=paper: one row per device)
   c.mesh = dict(data=1, fsdp=1)   # --config.mesh.fsdp=N shards each role (experiments/conpact/train)
   # `--plan`: one SFT step of a role, `batch` rows of up to `max_len` tokens
   c.plan = plan_block(trainer="sft", rows=c.train.get_ref("batch"),
                       seq_len=c.train.get_ref("max_len"))
   if paper_scale.check_scale(arg.scale):   # one Qwen3-8B role, batch 8 x 4,096 (the plan)
     paper_scale.apply(c, "conpact")
+    c.train.accum_steps = c.plan.get_ref("rows") // c.plan.get_ref("micro_rows")
   return c

@@ -10,10 +10,13 @@ python launch.py --config=configs/gencoord/learned.py:study=representation --wor
   study=visibility      Direct Short DSL, controlled free-form (trained once, Full view) and
                         the factorized rule x Full / Skeleton / Node-only x 3 motifs (Fig. S5)
 Add `:seeds=3` for the paper's three seeds, `:debug=True` for a seconds-to-minutes smoke run.
-`:scale=paper` plans Qwen3.5-0.8B at batch 16 x 2,048 tokens (configs/paper_scale.py; add
-`--config.model.checkpoint=<HF dir>` for a real run), e.g. its memory plan:
+`:scale=paper` plans Qwen3.5-0.8B at micro 4 x accumulation 4 = batch 16, up to 2,048 tokens
+(configs/paper_scale.py; add `--config.model.checkpoint=<HF dir>` for a real run), e.g. its memory
+plan for one 40 GB A100 (the paper's) and compiled for one v6e chip:
 python launch.py --config=configs/gencoord/learned.py:scale=paper --workdir=runs/gl_plan --plan \
-    --config.plan.device_memory_gib=80
+    --config.plan.device_memory_gib=40 --config.plan.compile=False
+python launch.py --config=configs/gencoord/learned.py:scale=paper --workdir=runs/gl_plan_v6e \
+    --plan --config.plan.target=tpu:v6e:1x1
 """
 from configs import common, paper_scale
 from configs.gencoord.learned_common import base
@@ -95,5 +98,13 @@ def get_config(arg=None):
   c.paper = dict(s["paper"])
   if paper_scale.check_scale(arg.scale):   # Qwen3.5-0.8B, paper batch 16, lr 1e-5, 2 epochs
     paper_scale.apply(c, "gencoord")
+    # micro 4 x accumulation 4 (paper_scale.PRESETS["gencoord"]); the plan's micro-batch follows
     c.train.update(batch=16, lr=1e-5, epochs=2)
+    c.train.accum_steps = 4
+    c.plan.rows = c.train.get_ref("batch")
+    c.plan.micro_rows = c.train.get_ref("batch") // c.train.get_ref("accum_steps")
+    # Every row is left-padded to the data's longest row (lib.sft.batches.left_padded), not to
+    # 2,048: given the rows' token lengths (`--config.plan.lengths=...`), the plan pads as the run
+    # does; "buckets" plans length-grouped batches (lib.sft.batches.length_grouped_batches).
+    c.plan.padding = "longest"
   return c

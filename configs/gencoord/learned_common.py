@@ -16,6 +16,9 @@ def base(arg) -> ml_collections.ConfigDict:
   c.seeds = list(range(arg.seeds))
   c.recipes = ["direct_dsl"]
   c.max_rows = 0                       # 0: every supervision row (debug runs subsample)
+  # Forward training worlds: clusters per template of the `train` suite (the paper: 60, i.e.
+  # 480 clusters, 1,920 Direct Short DSL rows; suites.TRAIN_PER_TEMPLATE_MAX at most).
+  c.train_clusters_per_template = 60
   c.export_hf = True                   # final model + tokenizer in Hugging Face format
   # A tiny Qwen3 trained from scratch (vocabulary: a DSL-aware BPE of vocab_size trained on the
   # rows); `checkpoint` (a local HF dir) starts from a real model and its own tokenizer.
@@ -24,8 +27,9 @@ def base(arg) -> ml_collections.ConfigDict:
       head_dim=32, tie_word_embeddings=True, max_position_embeddings=4096))
   # Paper recipe: AdamW, cosine with 3% warm-up, weight decay 0.01, clip 1.0, effective batch
   # 16, final-step checkpoint; lr raised for a from-scratch model, epochs as each config says.
+  # accum_steps: micro-batches per update (`batch` rows each update; the paper: micro 4 x 4).
   c.train = dict(epochs=2, batch=16, lr=3e-3, warmup_frac=0.03, weight_decay=0.01,
-                 clip_norm=1.0, log_every=10, ckpt_every=60, batching="rows",
+                 clip_norm=1.0, log_every=10, ckpt_every=60, batching="rows", accum_steps=1,
                  select=None)          # early stopping on a validation split (the quickstart)
   c.mesh = dict(data=1, fsdp=1)        # FSDP over data x fsdp devices (agents/gencoord/learned/train)
   # `--plan`: one SFT step of `train.batch` rows. Rows are left-padded to the longest: 368 tokens

@@ -24,6 +24,9 @@ from lib.run.config_blocks import model_block, plan_block
 
 # Table 6: max input length 1,536 (ALFWorld) / 2,560 (ScienceWorld) tokens, output 512.
 MAX_INPUT = {"alfworld": 1536, "scienceworld": 2560, "textworld": 1536, "": 2560}
+# Table 6: micro-batch size per GPU, in responses: GRPO ALFWorld 1, ScienceWorld 1 (VisualWebArena,
+# not run here, 4), OPSD ALFWorld 1.
+MICRO_PER_DEVICE = 1
 
 
 def get_config(arg=None):
@@ -50,15 +53,26 @@ def get_config(arg=None):
   # gradient-norm clip 1.0.
   c.optim = dict(lr=1e-6, warmup_frac=0.0, schedule="constant", weight_decay=0.01, b1=0.9,
                  b2=0.999, clip_norm=1.0)
+  # FSDP shards of the policy, its AdamW state and the reference / teacher; rows over data x fsdp.
+  c.mesh = dict(data=1, fsdp=1)
+  # Table 6's micro-batch per device: rows per accumulation micro-batch = that x the devices, so
+  # `--config.mesh.fsdp=16` gives micro-batches of 16 rows (a debug run takes the whole minibatch).
+  micro = (0 if arg.debug else
+           MICRO_PER_DEVICE * c.mesh.get_ref("data") * c.mesh.get_ref("fsdp"))
+  # Paper scale: rollouts sample from a bf16 copy of the weights (a bf16 KV cache, not a float32
+  # one) and prefill 16 rows at a time (bounding the [rows, heads, P, P] scores); CPU runs sample
+  # from the float32 weights in one prefill.
+  rollout = (dict(rollout_dtype="bfloat16", prefill_rows=16) if paper else
+             dict(rollout_dtype="", prefill_rows=0))
   # GRPO: batch = mini-batch = 32 prompts, rollout n 8, temperature 1.0, top-p 1.0, clip 0.2,
   # dual clip 3.0, KL 0.01 (k3), entropy 0.001, one update epoch.
   c.grpo = dict(group_size=8, temperature=1.0, clip_eps=0.2, dual_clip_c=3.0, kl_coef=0.01,
                 entropy_coef=0.001, agg="token-mean", update_epochs=1, minibatch_prompts=32,
-                micro_batch=0 if arg.debug else 8,
-                permute_scores=CONDITIONS[arg.condition].permute)
+                micro_batch=micro, permute_scores=CONDITIONS[arg.condition].permute,
+                **rollout)
   # OPSD: rollout n 1, JSD alpha 0.5, importance-weight clip 2.0, no KL / entropy terms.
   c.opsd = dict(alpha=0.5, temperature=1.0, is_clip=2.0, update_epochs=1, minibatch=32,
-                micro_batch=0 if arg.debug else 4)
+                micro_batch=micro, **rollout)
   c.reward = dict(threshold=0.8, coin_p=0.5)   # RWML's binary reward: cos > 0.8
   if arg.debug:
     c.embedder = dict(kind="lexical", dim=2048, path="", max_length=512, base_url="", model="",
@@ -78,8 +92,6 @@ def get_config(arg=None):
   if arg.debug:
     c.grpo.group_size, c.grpo.minibatch_prompts, c.opsd.minibatch = 4, 4, 4
     c.optim.lr = 1e-3            # a random tiny model moves visibly only with a larger step
-  # FSDP shards of the policy, its AdamW state and the reference / teacher; rows over data x fsdp.
-  c.mesh = dict(data=1, fsdp=1)
   # `--plan`: one GRPO / OPSD update with the float32 KL reference and the bf16 embedder resident.
   cond, t = CONDITIONS[arg.condition], c.train
   block = c.opsd if cond.trainer == "opsd" else c.grpo
@@ -91,7 +103,9 @@ def get_config(arg=None):
                       micro_rows=block.get_ref("micro_batch"),
                       seq_len=t.get_ref("max_input_tokens") + t.get_ref("max_output_tokens"),
                       response_len=t.get_ref("max_output_tokens"),
-                      reference=cond.trainer == "grpo", embedder=embedder)
+                      reference=cond.trainer == "grpo", embedder=embedder,
+                      rollout_dtype=block.get_ref("rollout_dtype"),
+                      prefill_rows=block.get_ref("prefill_rows"))
   return c
 
 

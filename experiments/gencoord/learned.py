@@ -116,7 +116,8 @@ def _tokenizer(config, workdir, rows_by_recipe):
 def _early_stopping(config, recipe_name, tok, mdir, n_rows):
   """The validation rule of `config.train.select` (None when the config sets none).
 
-  select: split (a forward split other than heldout), every_epochs, min_epochs, stop_at
+  select: split (a forward split other than heldout), every_epochs, min_epochs (either may be
+  a fraction of an epoch), stop_at
   (cluster exact match in [0, 1] that ends training)."""
   sel = config.train.select
   if not sel:
@@ -124,8 +125,11 @@ def _early_stopping(config, recipe_name, tok, mdir, n_rows):
   spe = sft_batches.steps_per_epoch(n_rows, config.train.batch)
   vset = validation.build(recipe_name, tok, sel["split"])
   os.makedirs(mdir, exist_ok=True)
-  return validation.EarlyStopping(vset, tok, every=spe * sel["every_epochs"],
-                                  min_steps=spe * sel["min_epochs"], stop_at=sel["stop_at"],
+  log_every = config.train.log_every        # validation runs on a log step
+  every = max(1, round(spe * sel["every_epochs"] / log_every)) * log_every
+  return validation.EarlyStopping(vset, tok, every=every,
+                                  min_steps=round(spe * sel["min_epochs"]),
+                                  stop_at=sel["stop_at"],
                                   path=os.path.join(mdir, "validation.jsonl"))
 
 
@@ -167,7 +171,8 @@ def run(config, workdir):
   t_start, c_start = time.perf_counter(), time.process_time()
   writer = tb.writer(workdir)
   names = list(config.recipes)
-  rows_by_recipe = {n: _subsample(training_recipes.get(n).rows(), config.max_rows)
+  per_template = config.train_clusters_per_template
+  rows_by_recipe = {n: _subsample(training_recipes.get(n).rows(per_template), config.max_rows)
                     for n in names}
   for n, rows in rows_by_recipe.items():
     bad = [r.episode_id for r in rows if not data.validate(r)]

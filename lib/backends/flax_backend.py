@@ -24,7 +24,7 @@ from flax import nnx
 from lib import models
 from lib.backends.protocol import Backend, Completion, SamplingParams
 from lib.generate import sampling, token_dfa
-from lib.models import model_setup
+from lib.models import chunked, model_setup
 from lib.run import config_blocks
 from lib.train import state as train_state
 
@@ -51,7 +51,7 @@ class FlaxBackend(Backend):
     self._embed_jit = jax.jit(
         lambda st, ids, mask: models.embed(nnx.merge(graphdef, st), ids, mask))
     self._score_jit = jax.jit(
-        lambda st, ids, mask, top: _score_tokens(nnx.merge(graphdef, st), ids, mask, top),
+        lambda st, ids, mask, top: score_tokens(nnx.merge(graphdef, st), ids, mask, top),
         static_argnums=3)
 
   @classmethod
@@ -204,18 +204,29 @@ class FlaxBackend(Backend):
     return out
 
 
-def _score_tokens(model, ids, mask, top: int):
+def score_tokens(model, ids, mask, top: int, chunk_tokens: int = chunked.LOSS_CHUNK_TOKENS):
   """Teacher-forced log-probs: position t holds log p(ids[t] | ids[:t]) (position 0 is left 0).
+  The head and log-softmax run `chunk_tokens` positions at a time (`lib.models.chunked`), so a
+  long prompt never holds [B, T, V] float32 logits.
 
   Args:
     model: the NNX model. ids, mask: left-padded [B, T]. top: alternatives per position.
+    chunk_tokens: positions per head chunk (> 0).
   Returns:
     (float32 [B, T] chosen log-probs, int32 [B, T, top] ids, float32 [B, T, top] log-probs);
     column t describes the prediction of token t from the logits at t - 1.
   """
-  logits = model(ids, attention_mask=mask, positions=train_state.positions_from_mask(mask))
-  logp = jax.nn.log_softmax(logits[:, :-1].astype(jnp.float32), axis=-1)
-  chosen = jnp.take_along_axis(logp, ids[:, 1:, None], axis=-1)[..., 0]
-  top_lps, top_ids = jax.lax.top_k(logp, top)
+  hidden = model.hidden_states(ids, attention_mask=mask,
+                               positions=train_state.positions_from_mask(mask))
+  head_w = model.head_weight()
+
+  def score(h, y):
+    logp = jax.nn.log_softmax(chunked.head_logits(h, head_w), axis=-1)
+    chosen = jnp.take_along_axis(logp, y[:, None], axis=-1)[:, 0]
+    top_lps, top_ids = jax.lax.top_k(logp, top)
+    return chosen, top_ids.astype(jnp.int32), top_lps
+
+  chosen, top_ids, top_lps = chunked.map_token_chunks(score, chunk_tokens, hidden[:, :-1],
+                                                      ids[:, 1:])
   pad_col = lambda x: jnp.concatenate([jnp.zeros_like(x[:, :1]), x], axis=1)
-  return pad_col(chosen), pad_col(top_ids.astype(jnp.int32)), pad_col(top_lps)
+  return pad_col(chosen), pad_col(top_ids), pad_col(top_lps)

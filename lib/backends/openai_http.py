@@ -10,6 +10,13 @@ and jitter (`Retry-After` honoured, capped at `backoff_max_s`); other 4xx are th
 and are not retried. A request that still fails comes back as a failed `Completion`
 (`http_<status>`, `connection`, `timeout`, `bad_response`), never as an exception.
 
+`token_ids=True` makes it token-in/token-out (RL rollouts from a served model,
+`lib.serve.policy`): each request asks for `logprobs` and vLLM's `return_token_ids`, and each
+reply is a `TokenCompletion` with the prompt ids the server rendered (`prompt_token_ids`, in the
+choice as Accord's server sends it or at the top level as vLLM does), the sampled `token_ids` and
+their log-probs; a server that leaves them out answers `bad_response`, not a silent text-only
+reply.
+
 The API key is read from the environment variable named by `api_key_env` (empty name: no key,
 e.g. a local server). It lives only in the Authorization header: it is kept out of `repr`, logs,
 error details and results, and is scrubbed from any server error body that echoes it.
@@ -27,7 +34,7 @@ import urllib.parse
 import numpy as np
 from absl import logging
 
-from lib.backends.protocol import Backend, Completion, SamplingParams, failed
+from lib.backends.protocol import Backend, Completion, SamplingParams, TokenCompletion, failed
 
 RETRY_STATUS = frozenset({408, 429})  # plus every status >= 500
 
@@ -63,8 +70,11 @@ class OpenAIBackend(Backend):
                embed_model: str | None = None, max_concurrency: int = 8, timeout_s: float = 60.0,
                max_retries: int = 4, backoff_base_s: float = 0.5, backoff_max_s: float = 30.0,
                send_top_k: bool = False, extra_body: dict | None = None, seed: int = 0,
-               stream: bool = False):
+               stream: bool = False, token_ids: bool = False):
     super().__init__()
+    if stream and token_ids:
+      raise ValueError("token_ids=True needs stream=False (token ids come in the whole reply)")
+    self.token_ids = token_ids
     if not base_url.startswith(("http://", "https://")):
       raise ValueError(f"base_url must start with http:// or https://, got {base_url!r}")
     if max_concurrency < 1 or max_retries < 0 or timeout_s <= 0:
@@ -214,6 +224,8 @@ class OpenAIBackend(Backend):
       body["top_k"] = p.top_k
     if self.stream:
       body["stream"], body["stream_options"] = True, {"include_usage": True}
+    if self.token_ids:
+      body["logprobs"], body["return_token_ids"] = True, True
     body.update(self.extra_body)
     return body
 
@@ -230,6 +242,8 @@ class OpenAIBackend(Backend):
       choice = data["choices"][0]
       text = choice["message"]["content"] or ""
       usage = data.get("usage") or {}
+      if self.token_ids:
+        return _token_completion(data, choice, text, latency, attempts)
       return Completion(text=text, input_tokens=usage.get("prompt_tokens"),
                         output_tokens=usage.get("completion_tokens"), latency_s=latency,
                         finish_reason=choice.get("finish_reason"), attempts=attempts)
@@ -257,6 +271,23 @@ class OpenAIBackend(Backend):
     if out.shape[0] != len(texts):
       raise CallFailed("bad_response", f"{out.shape[0]} embeddings for {len(texts)} texts")
     return out
+
+
+def _token_completion(data: dict, choice: dict, text: str, latency: float,
+                      attempts: int) -> Completion:
+  """A `return_token_ids` chat reply -> TokenCompletion (prompt ids from the choice, Accord's
+  server, or from the top level, vLLM's), or a failed `bad_response` naming what is missing."""
+  prompt = choice.get("prompt_token_ids") or data.get("prompt_token_ids")
+  ids = choice.get("token_ids")
+  content = (choice.get("logprobs") or {}).get("content")
+  if not prompt or ids is None or content is None or len(content) != len(ids):
+    return failed("bad_response", "no prompt_token_ids / token_ids / logprobs in the reply: the "
+                  "server must support return_token_ids with logprobs (Accord's server, vLLM >= "
+                  "0.10.2)", latency, attempts)
+  return TokenCompletion(text=text, input_tokens=len(prompt), output_tokens=len(ids),
+                         latency_s=latency, finish_reason=choice.get("finish_reason"),
+                         attempts=attempts, prompt_ids=list(prompt), token_ids=list(ids),
+                         logprobs=[float(e["logprob"]) for e in content])
 
 
 def _read_events(resp) -> list[dict]:

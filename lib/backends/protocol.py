@@ -86,6 +86,17 @@ class Completion:
     return dataclasses.asdict(self)
 
 
+@dataclasses.dataclass
+class TokenCompletion(Completion):
+  """A Completion with its tokens (token-in/token-out backends: `lib.hostloop.rollouts`'s
+  PolicyBackend, `OpenAIBackend(token_ids=True)`): prompt_ids as the sampler saw them, token_ids
+  the kept response ids (EOS included when it ended the reply), logprobs their sampling
+  log-probs."""
+  prompt_ids: list = dataclasses.field(default_factory=list)
+  token_ids: list = dataclasses.field(default_factory=list)
+  logprobs: list = dataclasses.field(default_factory=list)
+
+
 def failed(code: str, detail: str = "", latency_s: float = 0.0, attempts: int = 1) -> Completion:
   """A failed Completion (empty text, no token counts).
 

@@ -3,8 +3,8 @@
 `generate` (arrays in, arrays out): left-padded prompts -> prefill -> `lax.while_loop` over new
 tokens, stopping per sequence on EOS ids on device and leaving the loop once every row has stopped.
 The model only needs `init_cache(batch, max_len)`, `extend(ids, mask, cache) -> (logits, cache)` and
-`config` (lib/models/qwen/model.py); `extend_hidden` + `logits`, when present, spare the prefill the
-[B, prompt, vocab] logits. Other decoder families plug in unchanged.
+`config` (lib/models/qwen/model.py); the prefill (in row chunks on request) and a weight copy in
+another dtype to sample from are `lib/generate/prefill.py`. Other decoder families plug in as is.
 Model weights enter as an argument (graphdef/state split), so one compiled program serves any
 checkpoint of the same shape; the KV cache is donated (updated in place). The per-step token
 choice (greedy or filtered sampling, the chosen token's log-prob) is `lib/generate/token_choice.py`.
@@ -24,6 +24,7 @@ import numpy as np
 from flax import nnx
 
 from lib.generate import token_dfa
+from lib.generate.prefill import prefill, rollout_weights
 from lib.generate.token_choice import chosen_logprob, sample_logits
 from lib.parallel import sharding as sharding_lib
 
@@ -101,15 +102,6 @@ def left_pad(token_lists: Sequence[Sequence[int]], pad_id: int = 0, length: int 
   return ids, mask
 
 
-def _prefill(model, cache, prompt_ids, prompt_mask):
-  """Runs the prompt through the model -> (logits [B,V] at the last prompt position, cache)."""
-  if hasattr(model, "extend_hidden"):  # project only the last prompt position onto the vocabulary
-    hidden, cache = model.extend_hidden(prompt_ids, prompt_mask, cache)
-    return model.logits(hidden[:, -1]), cache
-  logits, cache = model.extend(prompt_ids, prompt_mask, cache)
-  return logits[:, -1], cache
-
-
 def _init_decode(cache, last_logits, batch, *, max_new_tokens, top_logprobs, pad_id,
                  constraint=None) -> _Decode:
   return _Decode(jnp.zeros((), jnp.int32), cache, last_logits,
@@ -165,9 +157,10 @@ def _output(c: _Decode) -> SampleOutput:
 
 
 def _generate_impl(graphdef, state, cache, prompt_ids, prompt_mask, key, temperature, top_p,
-                   constraint=None, *, max_new_tokens, top_k, eos_ids, pad_id, top_logprobs=0):
+                   constraint=None, *, max_new_tokens, top_k, eos_ids, pad_id, top_logprobs=0,
+                   prefill_rows=0):
   model = nnx.merge(graphdef, state)
-  last_logits, cache = _prefill(model, cache, prompt_ids, prompt_mask)
+  last_logits, cache = prefill(model, cache, prompt_ids, prompt_mask, prefill_rows)
   carry = _init_decode(cache, last_logits, prompt_ids.shape[0], max_new_tokens=max_new_tokens,
                        top_logprobs=top_logprobs, pad_id=pad_id, constraint=constraint)
   carry = _decode_until(model, carry, key, temperature, top_p, max_new_tokens,
@@ -178,9 +171,9 @@ def _generate_impl(graphdef, state, cache, prompt_ids, prompt_mask, key, tempera
 
 
 def _start_impl(graphdef, state, cache, prompt_ids, prompt_mask, constraint=None, *,
-                max_new_tokens, top_logprobs, pad_id) -> _Decode:
+                max_new_tokens, top_logprobs, pad_id, prefill_rows=0) -> _Decode:
   model = nnx.merge(graphdef, state)
-  last_logits, cache = _prefill(model, cache, prompt_ids, prompt_mask)
+  last_logits, cache = prefill(model, cache, prompt_ids, prompt_mask, prefill_rows)
   return _init_decode(cache, last_logits, prompt_ids.shape[0], max_new_tokens=max_new_tokens,
                       top_logprobs=top_logprobs, pad_id=pad_id, constraint=constraint)
 
@@ -196,13 +189,14 @@ def _chunk_impl(graphdef, state, carry, key, temperature, top_p, stop_step, canc
 
 def _jit(fn):
   return jax.jit(fn, static_argnames=("graphdef", "max_new_tokens", "top_k", "eos_ids", "pad_id",
-                                      "top_logprobs"),
+                                      "top_logprobs", "prefill_rows"),
                  donate_argnames=("cache",))
 
 
 _generate_jit = _jit(_generate_impl)  # module attribute so tests can wrap the traced function
 _start_jit = jax.jit(_start_impl, donate_argnames=("cache",),
-                     static_argnames=("graphdef", "max_new_tokens", "top_logprobs", "pad_id"))
+                     static_argnames=("graphdef", "max_new_tokens", "top_logprobs", "pad_id",
+                                      "prefill_rows"))
 # stop_step is traced, so every chunk of a decode reuses one compiled program.
 _chunk_jit = jax.jit(_chunk_impl, static_argnames=("graphdef", "top_k", "eos_ids", "pad_id"),
                      donate_argnames=("carry",))
@@ -212,7 +206,7 @@ def generate(graphdef, state, prompt_ids, prompt_mask, key, *, max_new_tokens: i
              temperature: float = 1.0, top_p: float = 1.0, top_k: int = 0,
              eos_ids: Sequence[int] = (), pad_id: int = 0, bucket: bool = True,
              mesh: jax.sharding.Mesh | None = None, top_logprobs: int = 0,
-             chunk_size: int = 0,
+             chunk_size: int = 0, weights_dtype: str = "", prefill_rows: int = 0,
              on_chunk: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray] | None = None,
              constraint: token_dfa.Constraint | None = None) -> SampleOutput:
   """Samples up to max_new_tokens per row.
@@ -231,10 +225,13 @@ def generate(graphdef, state, prompt_ids, prompt_mask, key, *, max_new_tokens: i
       token budget). A batch whose rows are all done or stopped ends at that chunk boundary.
       There is no per-token Python call either way.
     mesh: splits the batch over "data" (place the weights first with `lib.models.shard_model`).
+    weights_dtype: "" samples from `state` as it is; e.g. "bfloat16" from a copy of its weights
+      in that dtype, with a KV cache of that dtype (`lib.generate.prefill.rollout_weights`).
+    prefill_rows: > 0 prefills this many rows at a time (`lib.generate.prefill.prefill`; it must
+      divide B), bounding the prefill's [rows, heads, P, P] attention scores.
     constraint: per-row token DFAs (`lib.generate.token_dfa.Constraint`: table, token classes, start
-      states [B]); each draw
-      is masked to the tokens the row's state allows (EOS only where its output may end).
-      None (the default) compiles the unconstrained program.
+      states [B]); each draw is masked to the tokens the row's state allows (EOS only where its
+      output may end); None (the default) compiles the unconstrained program.
 
   Returns:
     SampleOutput (tokens/logprobs [B,N], lengths [B], top_ids/top_logprobs [B,N,K]).
@@ -256,8 +253,10 @@ def generate(graphdef, state, prompt_ids, prompt_mask, key, *, max_new_tokens: i
     extra = prompt_bucket(length) - length
     prompt_ids = np.pad(prompt_ids, ((0, 0), (extra, 0)), constant_values=pad_id)
     prompt_mask = np.pad(prompt_mask, ((0, 0), (extra, 0)))
-  model = nnx.merge(graphdef, state)
-  cache = model.init_cache(batch, prompt_ids.shape[1] + max_new_tokens)
+  if weights_dtype:
+    graphdef, state = rollout_weights(graphdef, state, weights_dtype)
+  model = nnx.merge(graphdef, state)   # the cache takes the sampled weights' dtype
+  cache = model.init_cache(batch, prompt_ids.shape[1] + max_new_tokens, weights_dtype or None)
   prompt_ids, prompt_mask = jnp.asarray(prompt_ids), jnp.asarray(prompt_mask)
   if mesh is not None:   # rows split over the batch axes when they divide them, else replicated
     split = batch % (mesh.shape["data"] * mesh.shape["fsdp"]) == 0
@@ -269,11 +268,12 @@ def generate(graphdef, state, prompt_ids, prompt_mask, key, *, max_new_tokens: i
   if chunk_size <= 0:
     out, _ = _generate_jit(graphdef, state, cache, prompt_ids, prompt_mask, key, temperature,
                            top_p, constraint, max_new_tokens=max_new_tokens,
-                           top_logprobs=int(top_logprobs), **static)
+                           top_logprobs=int(top_logprobs), prefill_rows=int(prefill_rows),
+                           **static)
     return out
   carry = _start_jit(graphdef, state, cache, prompt_ids, prompt_mask, constraint,
                      max_new_tokens=max_new_tokens, top_logprobs=int(top_logprobs),
-                     pad_id=int(pad_id))
+                     pad_id=int(pad_id), prefill_rows=int(prefill_rows))
   cancel = np.zeros((batch,), bool)
   step = 0
   while True:

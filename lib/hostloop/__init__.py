@@ -6,4 +6,5 @@
   executors.py         where envs step: inline or in worker processes, timeouts, dead workers
   ray_executor.py      envs in Ray actors (`host.executor = "ray"`)
   executor_factory.py  the executor a config's `host` block names
+  rollouts.py          episodes as token-in/token-out samples of the current params, one RL iteration
 """

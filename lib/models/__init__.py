@@ -13,6 +13,7 @@ out. This facade is the public API:
   pretrained.py      `load_pretrained` / `save_pretrained`, the family picked by config.json
   embedding.py       sentence embeddings from a Qwen backbone (last-token pooling)
   logprobs.py        per-token log-probabilities of given tokens and of whole sequences
+  chunked.py         vocabulary-chunked head: log-probs, entropies, C token positions at a time
   tokenizer.py       HF fast tokenizers from local directories, small byte-level BPEs trained here
   model_setup.py     the one way to get a model from a config's `model` block (+ its tokenizer)
 

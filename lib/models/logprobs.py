@@ -1,5 +1,7 @@
-"""Per-token log-probabilities: of given tokens under given logits (`token_logprobs`, what every
-loss and score reads), and of whole sequences under a model (`sequence_token_logprobs`).
+"""Per-token log-probabilities: of given tokens under given logits (`token_logprobs`, what the
+losses read with `loss_chunk_tokens=0`), and of whole sequences under a model
+(`sequence_token_logprobs`). The losses' default, vocabulary-chunked path computes the same
+numbers from hidden states without [B, T, V] logits: `lib.models.chunked`.
 """
 import jax
 import jax.numpy as jnp

@@ -4,7 +4,8 @@
   "cpu"              the local devices (on CPU, `XLA_FLAGS=--xla_force_host_platform_device_count=N`
                      makes N of them); today's compiled plan.
   "tpu:<topology>"   a TPU slice by its topology name, e.g. "tpu:v5e:2x2" (4 chips), "tpu:v5e:4x4",
-                     "tpu:v5p:2x2x1", "tpu:v6e:2x2". libtpu's compiler (the `[tpu]` extra) builds
+                     "tpu:v5p:2x2x1", "tpu:v6e:2x2"; one chip: "tpu:v6e:1x1", "tpu:v5e:1x1",
+                     "tpu:v5p:1x1x1". libtpu's compiler (the `[tpu]` extra) builds
                      the program for those chips without any being attached
                      (`jax.experimental.topologies`), the way MaxText's `train_compile.py` checks a
                      model fits a slice before anyone pays for it. `memory_analysis()` then gives
@@ -45,6 +46,21 @@ CHIPS = {c.name: c for c in (
     Chip("v5p", "TPU v5", 95 * GIB, 459e12, 2765e9),
     Chip("v6e", "TPU v6 lite", 32 * GIB, 918e12, 1640e9),
 )}
+
+
+# Dense bf16 peak FLOP/s of the GPUs the device smoke run may meet (vendor data sheets, without
+# sparsity), matched against `device_kind` in this order (the H100 PCIe before the SXM's name).
+GPU_BF16_FLOPS = (("H100 PCIe", 756e12), ("H100", 989e12), ("H200", 989e12), ("A100", 312e12),
+                  ("L40S", 362e12), ("A10G", 70e12))
+
+
+def peak_bf16_flops(device_kind: str) -> float | None:
+  """A device's dense bf16 peak FLOP/s from its `device_kind` (TPU chips from CHIPS, GPUs from
+  GPU_BF16_FLOPS), or None for a device without a published figure here (CPU)."""
+  for chip in CHIPS.values():
+    if device_kind == chip.device_kind:
+      return chip.bf16_flops
+  return next((flops for name, flops in GPU_BF16_FLOPS if name in device_kind), None)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,8 +135,10 @@ def devices(target: Target) -> list | None:
   console.quiet_libtpu_off_tpu_host()
   # jax.experimental.topologies initialises the TPU plugin on import: only once libtpu is there.
   from jax.experimental import topologies
+  # One chip: libtpu's default host shape (2x2x1 chips per host) does not divide a 1x1 slice.
+  bounds = dict(chips_per_host_bounds=(1, 1, 1)) if target.chips == 1 else {}
   try:
-    desc = topologies.get_topology_desc(topology_name=target.topology, platform="tpu")
+    desc = topologies.get_topology_desc(topology_name=target.topology, platform="tpu", **bounds)
   except Exception as e:   # libtpu's own message (unknown shape for the chip, ...), on one line
     raise ValueError(f"plan.target=tpu:{target.topology}: libtpu cannot build this topology: "
                      f"{' '.join(str(e).split())[:300]}") from None

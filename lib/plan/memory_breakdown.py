@@ -9,6 +9,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from lib.models.qwen3_5.config import FULL, Qwen35Config
+from lib.sft import batches
+
+PADDINGS = ("max", "longest", "buckets")
 
 
 def per_device_bytes(tree: Any, shardings: Any = None) -> int:
@@ -58,9 +61,40 @@ def kv_cache_bytes(config, rows: int, length: int, dtype) -> int:
   return full * rows * length * per_token
 
 
-def activation_estimate(config, rows: int, seq_len: int, remat: str = "none") -> int:
+def padded_lengths(lengths, seq_len: int, padding: str, bucket_multiple: int = 0) -> dict:
+  """How many rows a run pads to each length, from the data's row lengths (`plan.lengths`).
+
+  Args:
+    lengths: token lengths of the data's rows (or a sample of them); empty: unknown.
+    seq_len: the maximum length (rows are truncated there).
+    padding: "max" (every row to seq_len), "longest" (every row to the longest row rounded up
+      to 16, as `lib.sft.batches.left_padded`) or "buckets" (`lib.sft.batches.length_grouped`
+      buckets of `bucket_multiple` tokens, 0: powers of two).
+    bucket_multiple: see padding.
+  Returns:
+    {padded length: rows}; {seq_len: rows} (or {seq_len: 1}) when the lengths are unknown or
+    padding is "max". Every length is capped at seq_len.
+  Raises:
+    ValueError: an unknown padding.
+  """
+  if padding not in PADDINGS:
+    raise ValueError(f"unknown plan.padding {padding!r}; valid: {', '.join(PADDINGS)}")
+  lengths = [min(int(n), seq_len) for n in lengths]
+  if not lengths or padding == "max":
+    return {seq_len: max(len(lengths), 1)}
+  if padding == "longest":
+    return {min(seq_len, batches.longest_padded(lengths)): len(lengths)}
+  out: dict = {}
+  for n in batches.bucket_lengths(lengths, multiple=bucket_multiple):
+    out[min(n, seq_len)] = out.get(min(n, seq_len), 0) + 1
+  return dict(sorted(out.items()))
+
+
+def activation_estimate(config, rows: int, seq_len: int, remat: str = "none",
+                        loss_chunk_tokens: int = 0) -> int:
   """Rough activation bytes of one micro-batch's forward + backward (used only when the step is
-  not compiled), plus three float32 [rows, T, V] buffers (logits, softmax, their gradient).
+  not compiled), plus three float32 [rows, T, V] buffers (logits, softmax, their gradient), or
+  three [loss_chunk_tokens, V] ones when the loss runs over token chunks of the vocabulary head.
 
   "none": 16 bytes per token, hidden unit and layer, and float32 [heads, T, T] attention scores
   and probabilities per layer. "full": 4 bytes per token, hidden unit and layer (the layer inputs)
@@ -72,16 +106,19 @@ def activation_estimate(config, rows: int, seq_len: int, remat: str = "none") ->
     rows: rows of the micro-batch (on this device).
     seq_len: tokens per row.
     remat: the `model.remat` policy ("none", "full" or "dots").
+    loss_chunk_tokens: tokens per chunk of a vocabulary-chunked loss (0: unchunked).
   Returns:
     The estimated bytes.
   """
   scores = 2 * 4 * config.num_heads * seq_len * seq_len
   per_layer = seq_len * 16 * config.hidden_size + scores
-  logits = seq_len * 3 * 4 * config.vocab_size
+  tokens = rows * seq_len
+  logits = 3 * 4 * config.vocab_size * (min(loss_chunk_tokens, tokens) if loss_chunk_tokens
+                                        else tokens)
   if remat == "none":
-    return rows * (config.num_layers * per_layer + logits)
+    return rows * config.num_layers * per_layer + logits
   saved = seq_len * 4 * config.hidden_size
   if remat == "dots":
     q, kv = config.num_heads * config.head_dim, config.num_kv_heads * config.head_dim
     saved += seq_len * 2 * (2 * q + 2 * kv + 3 * config.intermediate_size)
-  return rows * (config.num_layers * saved + per_layer + logits)
+  return rows * (config.num_layers * saved + per_layer) + logits

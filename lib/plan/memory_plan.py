@@ -20,6 +20,20 @@ unknown fields):
   device_memory_gib  the target device's memory; 0 = ask the device (`memory_stats`)
   compile            False: analytic breakdown only (seconds instead of minutes for 30B models)
   check              before a run (`check_before_run`): "analytic" (default), "compile" or "off"
+  target             "cpu" or "tpu:<chip>:<topology>" (lib/plan/compile_target.py)
+  lengths            token lengths of the data's rows (or a sample); () = unknown, every row is
+                     planned at seq_len (the maximum)
+  padding            how the run pads rows: "max" (to seq_len), "longest" (to the longest row,
+                     `lib.sft.batches.left_padded`) or "buckets" (`length_grouped` buckets of
+                     `bucket_multiple` tokens, 0 = powers of two); with `lengths`, the step is
+                     planned at the longest padded length and the roofline over all of them
+  loss_chunk_tokens  tokens per chunk of the vocabulary-chunked head and loss (0 = full [rows, T,
+                     V] logits; -1 = the trainers' default, `lib.models.chunked.LOSS_CHUNK_TOKENS`):
+                     the compiled step is built with it and the analytic logits term counts it
+  rollout_dtype      the weights the rollout samples from: "" = the float32 master weights,
+                     "bfloat16" = a bf16 copy (`lib.generate.prefill.rollout_weights`); the KV
+                     cache takes the same dtype
+  prefill_rows       rows per prefill chunk of the rollout (0 = all rows at once)
 
 Per device: `per_device_bytes` = the compiled step's arguments + outputs + temporaries - aliased
 (donated) bytes, plus what lives outside the step (reference for GRPO, embedder, rollout KV
@@ -41,10 +55,12 @@ import ml_collections
 from flax import nnx
 
 from lib import models
+from lib.models.chunked import LOSS_CHUNK_TOKENS
 from lib.models.model_setup import compute_dtype
 from lib.parallel import sharding
 from lib.plan import compile_target, plan_table, rollout_plan
-from lib.plan.memory_breakdown import activation_estimate, kv_cache_bytes, per_device_bytes
+from lib.plan.memory_breakdown import (activation_estimate, kv_cache_bytes, padded_lengths,
+                                       per_device_bytes)
 from lib.rl import grpo, opsd
 from lib.run.config_blocks import model_block, plan_block
 from lib.sft import step as sft
@@ -122,6 +138,8 @@ class Plan:
   breakdown: dict
   memory_analysis: dict | None
   target: str = "cpu"
+  seq_len: int = 0               # the planned (longest padded) tokens per row
+  padded_lengths: dict | None = None   # {padded length: rows} from plan.lengths (None: unknown)
   programs: dict | None = None   # per compiled program: memory, XLA cost, phase bytes
   estimate: dict | None = None   # TPU targets: roofline step time (compile_target.step_estimate)
   refused: dict | None = None   # TPU compiler's out-of-HBM refusal (compile_target.refusal)
@@ -157,13 +175,17 @@ def _program(compiled, analysis: dict) -> dict:
           "cost": compile_target.cost(compiled)}
 
 
-def _step(trainer: str, apply_fn, tx, accum: int, params_sh):
-  """The trainer's step as the sharded trainers jit it (gradients pinned to the params' shards)."""
+def _step(trainer: str, apply_fn, tx, accum: int, params_sh, chunk: int):
+  """The trainer's step as the sharded trainers jit it (gradients pinned to the params' shards),
+  its loss over `chunk`-token chunks of the vocabulary head (0: full logits)."""
   if trainer == "sft":
-    return sft.make_sft_step(apply_fn, tx, accum_steps=accum, param_sharding=params_sh)
+    return sft.make_sft_step(apply_fn, tx, accum_steps=accum, param_sharding=params_sh,
+                             loss_chunk_tokens=chunk)
   if trainer == "grpo":
-    return grpo.make_grpo_step(apply_fn, tx, grpo.GRPOConfig(), accum, params_sh)
-  return opsd.make_opsd_step(apply_fn, tx, opsd.OPSDConfig(), accum, params_sh)
+    return grpo.make_grpo_step(apply_fn, tx, grpo.GRPOConfig(loss_chunk_tokens=chunk), accum,
+                               params_sh)
+  return opsd.make_opsd_step(apply_fn, tx, opsd.OPSDConfig(loss_chunk_tokens=chunk), accum,
+                             params_sh)
 
 
 def compute(config: Any, compile_step: bool | None = None) -> Plan:
@@ -183,6 +205,10 @@ def compute(config: Any, compile_step: bool | None = None) -> Plan:
   if trainer not in TRAINERS:
     raise ValueError(f"unknown plan.trainer {trainer!r}; valid: {', '.join(TRAINERS)}")
   target = compile_target.parse(p["target"])
+  # The data's length distribution, when given, sets the padded length the step is planned at.
+  pads = padded_lengths(p["lengths"], p["seq_len"], p["padding"], p["bucket_multiple"])
+  chunk = LOSS_CHUNK_TOKENS if p["loss_chunk_tokens"] < 0 else p["loss_chunk_tokens"]
+  p = dict(p, seq_len=max(pads), loss_chunk_tokens=chunk)
   # No `mesh` block: one device (the trainers' default, lib.parallel.sharding.mesh_from_config), or
   # on a TPU target the whole slice as FSDP shards.
   shape = (config.mesh if "mesh" in config else
@@ -209,7 +235,6 @@ def compute(config: Any, compile_step: bool | None = None) -> Plan:
   state = jax.eval_shape(lambda q: TrainState.create(q, tx), params)
   state_sh = sharding.state_shardings(state, mesh)
   params_sh = sharding.state_shardings(params, mesh)
-  dtype = model_block(**dict(config.model))["dtype"]
   params_b = per_device_bytes(params, params_sh)
   breakdown = {
       "params": params_b,
@@ -219,15 +244,21 @@ def compute(config: Any, compile_step: bool | None = None) -> Plan:
       "reference": params_b if (p["reference"] or trainer == "opsd") else 0,
       "embedder": 0,
       "kv_cache": 0,
-      "activations": activation_estimate(arch, micro // n_batch, p["seq_len"], remat),
+      "activations": activation_estimate(arch, micro // n_batch, p["seq_len"], remat,
+                                         p["loss_chunk_tokens"]),
   }
   if p["embedder"]:
     emb = abstract_model(arch_config(model_block(preset=p["embedder"])), p["embedder_dtype"])
     emb_params = nnx.state(emb, nnx.Param)
     breakdown["embedder"] = per_device_bytes(emb_params, sharding.state_shardings(emb_params, mesh))
+  rollout_dtype = p["rollout_dtype"] or "float32"   # the sampler's weights set the cache's dtype
   if trainer != "sft":
-    breakdown["kv_cache"] = kv_cache_bytes(arch, p["rows"] // n_batch, p["seq_len"], dtype)
+    breakdown["kv_cache"] = kv_cache_bytes(arch, p["rows"] // n_batch, p["seq_len"],
+                                           rollout_dtype)
+    if p["rollout_dtype"]:   # the copy the rollout samples from, beside the master weights
+      breakdown["rollout_weights"] = params_b * jnp.dtype(rollout_dtype).itemsize // 4
   outside = breakdown["embedder"] + breakdown["kv_cache"]
+  outside += breakdown.get("rollout_weights", 0)   # 0 for SFT and float32 rollouts
   outside += breakdown["reference"] if trainer == "grpo" else 0   # not an argument of the step
   analysis = programs = estimate = None
   do_compile = target.platform == "tpu" or (p["compile"] if compile_step is None else compile_step)
@@ -236,7 +267,7 @@ def compute(config: Any, compile_step: bool | None = None) -> Plan:
     try:
       bsh = sharding.batch_sharding(mesh)
       batch = _batch(trainer, p, bsh)
-      step = _step(trainer, apply_fn, tx, p["rows"] // micro, params_sh)
+      step = _step(trainer, apply_fn, tx, p["rows"] // micro, params_sh, chunk)
       state_in = jax.tree.map(lambda x, sh: _sds(x.shape, x.dtype, sh), state, state_sh)
       if trainer == "opsd":
         teacher = jax.tree.map(lambda x, sh: _sds(x.shape, x.dtype, sh), params, params_sh)
@@ -256,21 +287,22 @@ def compute(config: Any, compile_step: bool | None = None) -> Plan:
         stage = "rollout"
         rollout = rollout_plan.compile_rollout(
             abstract, params, params_sh, mesh, rows=p["rows"],
-            prompt_len=p["seq_len"] - p["response_len"], new_tokens=p["response_len"])
+            prompt_len=p["seq_len"] - p["response_len"], new_tokens=p["response_len"],
+            weights_dtype=p["rollout_dtype"], prefill_rows=p["prefill_rows"])
         r_mem = _memory(rollout)
         programs["rollout"] = _program(rollout, r_mem)
-        train_phase = total - breakdown.pop("kv_cache")
-        # its weight argument is the state's params, resident already
-        breakdown["rollout_program"] = _step_bytes(r_mem) - params_b
+        copy = breakdown.pop("rollout_weights", 0)   # an argument of the rollout program
+        train_phase = total - breakdown.pop("kv_cache") - copy
+        # its float32 weight argument is the state's params, resident already; a bf16 copy is not
+        breakdown["rollout_program"] = _step_bytes(r_mem) - (0 if copy else params_b)
         rollout_phase = (per_device_bytes(state, state_sh) + breakdown["embedder"]
                          + breakdown["reference"] + breakdown["rollout_program"])
         programs["train_step"]["phase_bytes"] = int(train_phase)
         programs["rollout"]["phase_bytes"] = int(rollout_phase)
         total = max(train_phase, rollout_phase)
       if target.chip is not None:
-        cache = kv_cache_bytes(arch, p["rows"] // n_batch, p["seq_len"], "float32")
-        estimate = compile_target.step_estimate(target, arch, abstract, p, remat,
-                                                per_device_bytes(params), cache)
+        estimate = _estimate(target, arch, abstract, p, pads, remat, params, rollout_dtype,
+                             n_batch)
     except Exception as e:  # pylint: disable=broad-except  (refusal re-raises all but OOM)
       refused = compile_target.refusal(e, stage, breakdown)
       total, analysis, programs, estimate = sum(breakdown.values()), None, None, None
@@ -284,7 +316,26 @@ def compute(config: Any, compile_step: bool | None = None) -> Plan:
               fits=(False if refused else None if device is None else bool(total <= device)),
               compiled=bool(do_compile),
               breakdown={k: int(v) for k, v in breakdown.items()}, memory_analysis=analysis,
-              target=p["target"], programs=programs, estimate=estimate, refused=refused)
+              target=p["target"], seq_len=int(p["seq_len"]),
+              padded_lengths=({int(k): int(v) for k, v in pads.items()} if p["lengths"] else None),
+              programs=programs, estimate=estimate, refused=refused)
+
+
+def _estimate(target, arch, model, p: dict, pads: dict, remat: str, params, rollout_dtype: str,
+              n_batch: int) -> dict:
+  """`compile_target.step_estimate` averaged over the padded lengths of the data (a step's rows
+  share one padded length; with buckets, a bucket is drawn in proportion to its rows)."""
+  weights = per_device_bytes(params) * jnp.dtype(rollout_dtype).itemsize // 4
+  total = sum(pads.values())
+  out = {"update_s": 0.0, "rollout_s": None, "step_s": 0.0, "kind": "roofline estimate"}
+  for length, count in pads.items():
+    q = dict(p, seq_len=length)
+    cache = kv_cache_bytes(arch, p["rows"] // n_batch, length, rollout_dtype)
+    e = compile_target.step_estimate(target, arch, model, q, remat, weights, cache)
+    for k in ("update_s", "rollout_s", "step_s"):
+      if e[k] is not None:
+        out[k] = (out[k] or 0.0) + e[k] * count / total
+  return out
 
 
 def plan_for_launch(config: Any, workdir: str) -> Plan | None:

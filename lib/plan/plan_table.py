@@ -25,6 +25,11 @@ def table(plan) -> str:
   kind = ("analytic" if not plan.compiled else "compiled step" if plan.target == "cpu"
           else f"compiled for {plan.target}")
   lines = [f"memory plan: {plan.model} ({plan.trainer}), mesh {mesh}, {kind}"]
+  if plan.padded_lengths:
+    rows = sum(plan.padded_lengths.values())
+    mean = sum(k * v for k, v in plan.padded_lengths.items()) / rows
+    lines.append(f"  rows padded to {plan.seq_len} tokens at most (mean {mean:.0f}, from {rows} "
+                 "rows' lengths)")
   lines += [f"  {k:<16} {size_text(v):>12}" for k, v in plan.breakdown.items()]
   for name, prog in (plan.programs or {}).items():
     flops = prog["cost"]["flops"]

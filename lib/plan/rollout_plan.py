@@ -1,7 +1,9 @@
 """The rollout sampler's program, compiled with abstract inputs for a memory plan.
 
 GRPO and OPSD sample their responses between updates with `lib.generate.sampling.generate`, on the
-policy's float32 master weights as the train state holds them (`lib.rl.grpo.nnx_sample_fn`). Its
+policy's float32 master weights as the train state holds them (`lib.rl.grpo.nnx_sample_fn`), or on
+a copy in `weights_dtype` (a bfloat16 copy: half the weights read per token and a bf16 KV cache),
+optionally prefilling `prefill_rows` rows at a time (`lib.generate.prefill`). Its
 jitted program (`lib.generate.sampling._generate_jit`: prefill, then a `while_loop` of one-token
 decode steps over a KV cache it updates in place) is lowered here for `rows` prompts of `prompt_len`
 tokens and `new_tokens` new tokens, the weights laid out like the train state's params and the batch
@@ -26,7 +28,8 @@ def _sds(x, sh):
 
 
 def compile_rollout(model: nnx.Module, params: Any, params_sh: Any, mesh: jax.sharding.Mesh, *,
-                    rows: int, prompt_len: int, new_tokens: int) -> jax.stages.Compiled:
+                    rows: int, prompt_len: int, new_tokens: int, weights_dtype: str = "",
+                    prefill_rows: int = 0) -> jax.stages.Compiled:
   """Lowers and compiles one rollout (prefill + `new_tokens` decode steps) for `mesh`.
 
   Args:
@@ -37,6 +40,10 @@ def compile_rollout(model: nnx.Module, params: Any, params_sh: Any, mesh: jax.sh
     mesh: the plan's ("data", "fsdp", "model") mesh, local or a TPU topology's.
     rows: sequences sampled at once (all of a GRPO step's prompts x group).
     prompt_len: prompt tokens per row. new_tokens: generated tokens per row.
+    weights_dtype: "" = sample from `params` as they are; else from a copy in this dtype, which is
+      then the program's weight argument (and the KV cache's dtype).
+    prefill_rows: rows per prefill chunk (0 = all at once); it must divide `rows` and be a multiple
+      of the mesh's data x fsdp devices (each chunk's rows split over them).
   Returns:
     The compiled program (`memory_analysis()`, `cost_analysis()`).
   Raises:
@@ -45,12 +52,18 @@ def compile_rollout(model: nnx.Module, params: Any, params_sh: Any, mesh: jax.sh
   n = mesh.shape["data"] * mesh.shape["fsdp"]
   if rows % n:
     raise ValueError(f"rollout rows={rows} must be a multiple of data x fsdp = {n}")
+  if prefill_rows and (rows % prefill_rows or prefill_rows % n):
+    raise ValueError(f"plan.prefill_rows={prefill_rows} must divide rollout rows={rows} and be a "
+                     f"multiple of data x fsdp = {n}")
+  if weights_dtype:
+    params = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, weights_dtype), params)
   graphdef, _, rest = nnx.split(model, nnx.Param, ...)
   repl = sharding.replicated(mesh)
   state = nnx.merge_state(jax.tree.map(_sds, params, params_sh),
                           jax.tree.map(lambda x: _sds(x, repl), rest))
   rows_sh = sharding.batch_sharding(mesh)
-  cache = jax.eval_shape(lambda: model.init_cache(rows, prompt_len + new_tokens))
+  cache = jax.eval_shape(lambda: model.init_cache(rows, prompt_len + new_tokens,
+                                                  weights_dtype or None))
   # Every cache array is [B, ...] except the scalar write index (generate's shard_batch rule).
   cache = jax.tree.map(lambda x: _sds(x, rows_sh if x.ndim else repl), cache)
   ids = jax.ShapeDtypeStruct((rows, prompt_len), jnp.int32, sharding=rows_sh)
@@ -59,5 +72,5 @@ def compile_rollout(model: nnx.Module, params: Any, params_sh: Any, mesh: jax.sh
   scalar = jax.ShapeDtypeStruct((), jnp.float32, sharding=repl)
   lowered = sampling._generate_jit.lower(   # the sampler's own jitted function, not a copy
       graphdef, state, cache, ids, ids, key, scalar, scalar, max_new_tokens=new_tokens, top_k=0,
-      eos_ids=(), pad_id=0, top_logprobs=0)
+      eos_ids=(), pad_id=0, top_logprobs=0, prefill_rows=prefill_rows)
   return lowered.compile()

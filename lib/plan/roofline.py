@@ -270,3 +270,18 @@ def prefill_flops(*, matmul_params: int, head_params: int, attention_layers: int
   """
   return int(2 * (matmul_params - head_params) * batch * prompt_len + 2 * head_params * batch
              + 2 * attention_layers * heads * head_dim * batch * prompt_len**2)
+
+
+def mfu(*, model_flops: float, seconds: float, devices: int, peak_flops: float) -> float:
+  """Model FLOPs utilisation: model_flops / (seconds x devices x peak_flops).
+
+  Args:
+    model_flops: the step's model FLOPs (`update_flops`: 6 N T plus causal attention; no remat
+      recomputation, as MFU is usually reported).
+    seconds: the step's wall time. devices: devices that ran it.
+    peak_flops: one device's dense bf16 peak FLOP/s (`compile_target.peak_bf16_flops`).
+  Returns:
+    The fraction of the devices' peak the model's FLOPs used.
+  """
+  return model_flops / (seconds * devices * peak_flops)
+

@@ -22,6 +22,7 @@ import optax
 from flax import nnx
 
 from lib.generate import sampling
+from lib.models.chunked import LOSS_CHUNK_TOKENS, chunked_token_logprobs
 from lib.rl import losses as rl, trainer as rl_trainer
 from lib.run.config_blocks import ConfigBlock
 from lib.train import optim
@@ -46,11 +47,15 @@ class GRPOConfig(ConfigBlock):
   adv_eps: float = 1e-6
   scale_advantages: bool = True
   permute_scores: bool = False    # GT-PERM / MIS-PERM: shuffle scores inside each group
+  loss_chunk_tokens: int = LOSS_CHUNK_TOKENS  # head + softmax per token chunk; 0 = full logits
+  rollout_dtype: str = ""         # "bfloat16": sample from a bf16 copy (bf16 KV cache)
+  prefill_rows: int = 0           # > 0: prefill the rollout this many rows at a time
 
 
 def response_logprobs(apply_fn: ApplyFn, params: Any, input_ids: jax.Array,
-                      attention_mask: jax.Array, n_response: int,
-                      temperature: float = 1.0) -> tuple[jax.Array, jax.Array]:
+                      attention_mask: jax.Array, n_response: int, temperature: float = 1.0,
+                      loss_chunk_tokens: int = LOSS_CHUNK_TOKENS,
+                      with_entropy: bool = True) -> tuple[jax.Array, jax.Array | None]:
   """Log-probs and entropies of the last `n_response` tokens of [R, P + N] sequences -> [R, N].
 
   The output head runs on the last N + 1 positions only (`apply_fn(..., last=N + 1)`; position
@@ -61,6 +66,9 @@ def response_logprobs(apply_fn: ApplyFn, params: Any, input_ids: jax.Array,
       logp     = logp_all[r, t, input_ids[r, P + t]]
       entropy  = -sum_v exp(logp_all) logp_all
 
+  With `loss_chunk_tokens` > 0 the head and softmax run that many positions at a time on the
+  hidden states (`apply_fn(..., hidden=True)`, `lib.models.chunked`): [chunk, V] logits at most.
+
   Args:
     apply_fn: (params, ids, mask, last=K) -> [R, K, V] logits of the last K positions.
     params: model params pytree.
@@ -68,21 +76,28 @@ def response_logprobs(apply_fn: ApplyFn, params: Any, input_ids: jax.Array,
     attention_mask: [R, P + N] int 0/1.
     n_response: N, the number of trailing response tokens scored.
     temperature: logits are divided by it before the softmax (the sampling temperature).
+    loss_chunk_tokens: positions per head chunk; 0 = the full [R, N, V] logits.
+    with_entropy: False returns None for the entropies (scoring passes).
   Returns:
     (logp, entropy): [R, N] float32 log-probs of the response tokens and [R, N] float32
     entropies of the temperature-scaled next-token distributions at those positions.
   """
+  tokens = input_ids[:, -n_response:]
+  if loss_chunk_tokens:
+    hidden, head_w = apply_fn(params, input_ids, attention_mask, last=n_response + 1, hidden=True)
+    return chunked_token_logprobs(hidden[:, :-1], head_w, tokens, chunk_tokens=loss_chunk_tokens,
+                                  temperature=temperature, with_entropy=with_entropy)
   logits = apply_fn(params, input_ids, attention_mask, last=n_response + 1)[:, :-1]
   logp_all = jax.nn.log_softmax(logits.astype(jnp.float32) / temperature, axis=-1)
-  tokens = input_ids[:, -n_response:, None].astype(jnp.int32)
-  logp = jnp.take_along_axis(logp_all, tokens, axis=-1)[..., 0]
-  return logp, -(jnp.exp(logp_all) * logp_all).sum(axis=-1)
+  logp = jnp.take_along_axis(logp_all, tokens[..., None].astype(jnp.int32), axis=-1)[..., 0]
+  return logp, (-(jnp.exp(logp_all) * logp_all).sum(axis=-1) if with_entropy else None)
 
 
 def rollout_logprobs(apply_fn: ApplyFn, params: Any, ref_params: Any, input_ids: jax.Array,
                      attention_mask: jax.Array, n_response: int, temperature: float = 1.0,
-                     with_old: bool = True,
-                     micro_rows: int = 0) -> tuple[jax.Array | None, jax.Array]:
+                     with_old: bool = True, micro_rows: int = 0,
+                     loss_chunk_tokens: int = LOSS_CHUNK_TOKENS
+                     ) -> tuple[jax.Array | None, jax.Array]:
   """The sampling policy's and the frozen reference's log-probs of a rollout, in one program.
 
   With `micro_rows`, the rows are scored `micro_rows` at a time (`lax.map` over chunks), so the
@@ -96,12 +111,14 @@ def rollout_logprobs(apply_fn: ApplyFn, params: Any, ref_params: Any, input_ids:
     with_old: False skips the sampling policy's pass (an on-policy update reads its own
       log-probs as old_logp, see `make_grpo_step`).
     micro_rows: rows per scoring chunk (`lib.train.state.map_row_chunks`); 0: all at once.
+    loss_chunk_tokens: token positions per head chunk inside each row chunk; 0: full logits.
   Returns:
     (old_logp or None, ref_logp), each [R, N] float32.
   """
   def score(p):
     return map_row_chunks(lambda ids, mask: response_logprobs(
-        apply_fn, p, ids, mask, n_response, temperature)[0], micro_rows, input_ids, attention_mask)
+        apply_fn, p, ids, mask, n_response, temperature, loss_chunk_tokens, with_entropy=False)[0],
+        micro_rows, input_ids, attention_mask)
 
   return (score(params) if with_old else None), score(ref_params)
 
@@ -130,7 +147,7 @@ def make_grpo_step(apply_fn: ApplyFn, tx: optax.GradientTransformation, cfg: GRP
   def loss_fn(params, mb):
     n = mb["ref_logp"].shape[1]
     logp, entropy = response_logprobs(apply_fn, params, mb["input_ids"], mb["attention_mask"], n,
-                                      cfg.temperature)
+                                      cfg.temperature, cfg.loss_chunk_tokens)
     # On-policy (no old_logp given): the sampling policy is these params, so its log-probs are
     # this forward's, held constant (verl's on-policy shortcut; no second forward pass).
     old = mb["old_logp"] if "old_logp" in mb else jax.lax.stop_gradient(logp)
@@ -154,7 +171,8 @@ def make_grpo_step(apply_fn: ApplyFn, tx: optax.GradientTransformation, cfg: GRP
 
 
 def nnx_sample_fn(model: nnx.Module, *, max_new_tokens: int, temperature: float = 1.0,
-                  top_p: float = 1.0, eos_ids=(), pad_id: int = 0) -> Callable:
+                  top_p: float = 1.0, eos_ids=(), pad_id: int = 0, weights_dtype: str = "",
+                  prefill_rows: int = 0) -> Callable:
   """sample_fn over `lib.generate.sampling.generate` for a model split by `nnx_apply_fn`.
 
   Args:
@@ -163,6 +181,9 @@ def nnx_sample_fn(model: nnx.Module, *, max_new_tokens: int, temperature: float 
     temperature, top_p: sampling settings.
     eos_ids: token ids that end a row.
     pad_id: token written after a row has ended.
+    weights_dtype: "" samples from the params as they are; "bfloat16" from a bf16 copy of them
+      (and a bf16 KV cache), as `lib.generate.sampling.generate` says.
+    prefill_rows: > 0 prefills that many rows at a time (it must divide R).
   Returns:
     sample_fn(params, prompt_ids [R, P] int32 left-padded, prompt_mask [R, P], key) ->
     (tokens [R, N] int32, lengths [R] int32 counting the EOS).
@@ -172,7 +193,8 @@ def nnx_sample_fn(model: nnx.Module, *, max_new_tokens: int, temperature: float 
   def sample_fn(params, prompt_ids, prompt_mask, key):
     out = sampling.generate(graphdef, nnx.merge_state(params, rest), prompt_ids, prompt_mask, key,
                             max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p,
-                            eos_ids=tuple(eos_ids), pad_id=pad_id)
+                            eos_ids=tuple(eos_ids), pad_id=pad_id, weights_dtype=weights_dtype,
+                            prefill_rows=prefill_rows)
     return out.tokens, out.lengths
 
   return sample_fn
@@ -196,7 +218,7 @@ class GRPOTrainer(rl_trainer.RLTrainer):
                cfg: GRPOConfig, ref_params: Any = None, step_fn: Callable | None = None):
     super().__init__(apply_fn, sample_fn, state, tx, cfg, step_fn)
     self.ref_params = self.frozen_copy(ref_params)
-    self._logprobs = jax.jit(rollout_logprobs, static_argnums=(0, 5, 6, 7, 8))
+    self._logprobs = jax.jit(rollout_logprobs, static_argnums=(0, 5, 6, 7, 8, 9))
 
   def rollout(self, prompt_ids, prompt_mask, key) -> dict:
     """G samples per prompt -> host dict of [B*G, ...] arrays (rows grouped by prompt).
@@ -264,7 +286,8 @@ class GRPOTrainer(rl_trainer.RLTrainer):
     # scored in the update's micro-batches: one chunk's [micro, N, V] logits at a time
     old_logp, ref_logp = self._logprobs(self.apply_fn, self.state.params, self.ref_params,
                                         dev["input_ids"], dev["attention_mask"], n,
-                                        cfg.temperature, not on_policy, micro)
+                                        cfg.temperature, not on_policy, micro,
+                                        cfg.loss_chunk_tokens)
     data = {**dev, "ref_logp": ref_logp, "advantages": jnp.asarray(adv.reshape(-1)),
             **({} if on_policy else {"old_logp": old_logp})}
     t_roll = time.perf_counter() - t0

@@ -11,10 +11,14 @@ other libraries use the opposite labelling, so check before comparing numbers):
 JSD_alpha itself tends to 0 at both ends; the endpoints are the limits of JSD_alpha / alpha
 (alpha -> 0) and JSD_alpha / (1 - alpha) (alpha -> 1), which is why they are special-cased.
 The audit trains OPSD with alpha = 0.5, the symmetric JSD. The trainer is `lib/rl/opsd.py`.
+`chunked_jsd_logprobs` computes the per-token divergence (and the student's log-probs) from hidden
+states and head weights, a chunk of token positions at a time (`lib.models.chunked`).
 """
 import jax
 import jax.numpy as jnp
 import optax
+
+from lib.models.chunked import LOSS_CHUNK_TOKENS, head_logits, map_token_chunks
 
 
 def _kl(logp: jax.Array, logq: jax.Array) -> jax.Array:
@@ -55,6 +59,39 @@ def per_token_generalized_jsd(student_logits: jax.Array, teacher_logits: jax.Arr
   return alpha * _kl(log_t, log_m) + (1.0 - alpha) * _kl(log_s, log_m)
 
 
+def chunked_jsd_logprobs(student_hidden: jax.Array, student_w: jax.Array,
+                         teacher_hidden: jax.Array, teacher_w: jax.Array, tokens: jax.Array, *,
+                         alpha: float = 0.5, temperature: float = 1.0,
+                         chunk_tokens: int = LOSS_CHUNK_TOKENS) -> tuple[jax.Array, jax.Array]:
+  """Per-token generalized JSD and the student's log-probs of `tokens`, from hidden states, the
+  [chunk, V] logits of student and teacher formed one chunk of positions at a time
+  (`lib.models.chunked.map_token_chunks`, rematerialised in the backward pass).
+
+      z_S = h_S @ W_S / temperature,   z_T = h_T @ W_T / temperature
+      D   = per_token_generalized_jsd(z_S, z_T, alpha)       (temperature already applied)
+      logp = log_softmax(z_S)[tokens]
+
+  Args:
+    student_hidden: [B, T, D] student hidden states; [:, t] predicts tokens[:, t].
+    student_w: [D, V] the student's head weight.
+    teacher_hidden: [B, T, D'] teacher hidden states of the same positions.
+    teacher_w: [D', V] the teacher's head weight (stop its gradient at the call site when frozen).
+    tokens: [B, T] int ids scored under the student.
+    alpha: mixture weight of the teacher, in [0, 1].
+    temperature: > 0, applied to both distributions.
+    chunk_tokens: positions per chunk (> 0).
+  Returns:
+    (jsd, logp): float32 [B, T] divergences in nats and student log-probabilities.
+  """
+  def score(hs, ht, y):
+    z_s = head_logits(hs, student_w, temperature)
+    z_t = head_logits(ht, teacher_w, temperature)
+    logp = jnp.take_along_axis(jax.nn.log_softmax(z_s, axis=-1),
+                               y[:, None].astype(jnp.int32), axis=-1)[:, 0]
+    return per_token_generalized_jsd(z_s, z_t, alpha), logp
+  return map_token_chunks(score, chunk_tokens, student_hidden, teacher_hidden, tokens)
+
+
 def generalized_jsd(student_logits: jax.Array, teacher_logits: jax.Array, mask: jax.Array,
                     alpha: float = 0.5, temperature: float = 1.0,
                     weights: jax.Array | None = None) -> jax.Array:
@@ -80,6 +117,17 @@ def generalized_jsd(student_logits: jax.Array, teacher_logits: jax.Array, mask: 
   per_tok = per_token_generalized_jsd(student_logits, teacher_logits, alpha, temperature)
   if weights is not None:
     per_tok = per_tok * weights
+  return masked_token_mean(per_tok, mask)
+
+
+def masked_token_mean(per_tok: jax.Array, mask: jax.Array) -> jax.Array:
+  """sum_{b,t} m x / max(sum_{b,t} m, 1), masked entries selected away (zero gradient).
+
+  Args:
+    per_tok: [B, T] float per-token values. mask: [B, T], non-zero where the token counts.
+  Returns:
+    scalar float32.
+  """
   mask = mask.astype(bool)
   return jnp.where(mask, per_tok, 0.0).sum() / jnp.maximum(mask.sum(), 1).astype(jnp.float32)
 

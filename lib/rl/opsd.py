@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from lib.models.chunked import LOSS_CHUNK_TOKENS, chunked_token_logprobs
 from lib.models.logprobs import token_logprobs
 from lib.rl import jsd as distill, trainer as rl_trainer
 from lib.run.config_blocks import ConfigBlock
@@ -37,6 +38,9 @@ class OPSDConfig(ConfigBlock):
   update_epochs: int = 1
   minibatch: int = 32             # rows per optimizer step
   micro_batch: int = 0            # rows per accumulation micro-batch; 0 = whole minibatch
+  loss_chunk_tokens: int = LOSS_CHUNK_TOKENS  # head + JSD per token chunk; 0 = full logits
+  rollout_dtype: str = ""         # "bfloat16": sample from a bf16 copy (bf16 KV cache)
+  prefill_rows: int = 0           # > 0: prefill the rollout this many rows at a time
 
 
 def response_logits(apply_fn: ApplyFn, params, ids, mask, n_response: int) -> jax.Array:
@@ -52,6 +56,69 @@ def response_logits(apply_fn: ApplyFn, params, ids, mask, n_response: int) -> ja
     [R, N, V] logits (apply_fn's dtype, not temperature-scaled); [:, t] scores ids[:, P+t].
   """
   return apply_fn(params, ids, mask)[:, -n_response - 1:-1]
+
+
+def response_hidden(apply_fn: ApplyFn, params, ids, mask,
+                    n_response: int) -> tuple[jax.Array, jax.Array]:
+  """`response_logits` before the head: the hidden states predicting the last n_response tokens
+  and the head weight (for the vocabulary-chunked losses, `lib.models.chunked`).
+
+  Args:
+    apply_fn: takes `last=` and `hidden=` (lib.train.state.nnx_apply_fn).
+    params, ids, mask, n_response: as `response_logits`.
+  Returns:
+    (hidden [R, N, D], head weight [D, V]); hidden[:, t] predicts ids[:, P+t].
+  """
+  hidden, head_w = apply_fn(params, ids, mask, last=n_response + 1, hidden=True)
+  return hidden[:, :-1], head_w
+
+
+def response_jsd(apply_fn: ApplyFn, params, teacher_params, batch: dict,
+                 cfg: OPSDConfig) -> tuple[jax.Array, jax.Array]:
+  """Per-token generalized JSD of student to teacher and the student's log-probs of the sampled
+  tokens, [R, N] each; the teacher under stop_gradient. Vocabulary-chunked
+  (`distill.chunked_jsd_logprobs`) when cfg.loss_chunk_tokens > 0, else from full logits.
+
+  Args:
+    apply_fn: the model's apply_fn.
+    params, teacher_params: student and teacher params.
+    batch: student_ids, student_mask, teacher_ids, teacher_mask [R, P+N]; tokens [R, N].
+    cfg: alpha, temperature and loss_chunk_tokens are read from it.
+  Returns:
+    (jsd, logp), float32 [R, N].
+  """
+  n = batch["tokens"].shape[1]
+  if cfg.loss_chunk_tokens:
+    hs, ws = response_hidden(apply_fn, params, batch["student_ids"], batch["student_mask"], n)
+    ht, wt = jax.lax.stop_gradient(response_hidden(
+        apply_fn, teacher_params, batch["teacher_ids"], batch["teacher_mask"], n))
+    return distill.chunked_jsd_logprobs(hs, ws, ht, wt, batch["tokens"], alpha=cfg.alpha,
+                                        temperature=cfg.temperature,
+                                        chunk_tokens=cfg.loss_chunk_tokens)
+  s_logits = response_logits(apply_fn, params, batch["student_ids"], batch["student_mask"], n)
+  t_logits = jax.lax.stop_gradient(response_logits(
+      apply_fn, teacher_params, batch["teacher_ids"], batch["teacher_mask"], n))
+  logp = token_logprobs(s_logits / cfg.temperature, batch["tokens"])
+  return distill.per_token_generalized_jsd(s_logits, t_logits, cfg.alpha, cfg.temperature), logp
+
+
+def response_token_logprobs(apply_fn: ApplyFn, params, ids, mask, tokens,
+                            cfg: OPSDConfig) -> jax.Array:
+  """The student's log-probs of `tokens` [R, N], the last N tokens of ids (the old log-probs of
+  a rollout), at cfg.temperature; vocabulary-chunked when cfg.loss_chunk_tokens > 0.
+
+  Args:
+    apply_fn, params: the model. ids, mask: [R, P+N]. tokens: [R, N] int32.
+    cfg: temperature and loss_chunk_tokens are read from it.
+  Returns:
+    float32 [R, N].
+  """
+  n = tokens.shape[1]
+  if cfg.loss_chunk_tokens:
+    hidden, head_w = response_hidden(apply_fn, params, ids, mask, n)
+    return chunked_token_logprobs(hidden, head_w, tokens, temperature=cfg.temperature,
+                                  chunk_tokens=cfg.loss_chunk_tokens)[0]
+  return token_logprobs(response_logits(apply_fn, params, ids, mask, n) / cfg.temperature, tokens)
 
 
 def make_opsd_step(apply_fn: ApplyFn, tx: optax.GradientTransformation, cfg: OPSDConfig,
@@ -78,13 +145,8 @@ def make_opsd_step(apply_fn: ApplyFn, tx: optax.GradientTransformation, cfg: OPS
     is_weight_mean (token means over loss_mask), loss, grad_norm, target_tokens.
   """
   def loss_fn(params, mb, teacher_params):
-    n = mb["tokens"].shape[1]
-    s_logits = response_logits(apply_fn, params, mb["student_ids"], mb["student_mask"], n)
-    t_logits = jax.lax.stop_gradient(
-        response_logits(apply_fn, teacher_params, mb["teacher_ids"], mb["teacher_mask"], n))
-    logp = token_logprobs(s_logits / cfg.temperature, mb["tokens"])
+    per_tok, logp = response_jsd(apply_fn, params, teacher_params, mb, cfg)
     w = distill.importance_weights(logp, mb["old_logp"], cfg.is_clip)
-    per_tok = distill.per_token_generalized_jsd(s_logits, t_logits, cfg.alpha, cfg.temperature)
     mask = mb["loss_mask"].astype(bool)
     count = mask.sum().astype(jnp.float32)
     total = jnp.where(mask, w * per_tok, 0.0).sum()
@@ -118,6 +180,9 @@ def make_jsd_eval(apply_fn: ApplyFn, cfg: OPSDConfig):
     as for `make_opsd_step` (old_logp not needed). Not jitted.
   """
   def evaluate(params, teacher_params, batch):
+    if cfg.loss_chunk_tokens:
+      per_tok = response_jsd(apply_fn, params, teacher_params, batch, cfg)[0]
+      return distill.masked_token_mean(per_tok, batch["loss_mask"])
     n = batch["tokens"].shape[1]
     s = response_logits(apply_fn, params, batch["student_ids"], batch["student_mask"], n)
     t = response_logits(apply_fn, teacher_params, batch["teacher_ids"], batch["teacher_mask"], n)
@@ -146,8 +211,7 @@ class OPSDTrainer(rl_trainer.RLTrainer):
     self.teacher_params = self.frozen_copy(teacher_params)
     # the old log-probs of a rollout, scored in the update's micro-batches (static `micro`)
     self._logp = jax.jit(lambda p, ids, mask, tokens, micro: map_row_chunks(
-        lambda i, m, t: token_logprobs(
-            response_logits(apply_fn, p, i, m, t.shape[1]) / cfg.temperature, t),
+        lambda i, m, t: response_token_logprobs(apply_fn, p, i, m, t, cfg),
         micro, ids, mask, tokens), static_argnums=4)
 
   def rollout(self, student_prompt, teacher_prompt, key,

@@ -136,6 +136,12 @@ class PlanBlock(ConfigBlock):
   compile: bool = True
   check: str = "analytic"
   target: str = "cpu"
+  lengths: tuple = ()
+  padding: str = "max"
+  bucket_multiple: int = 0
+  loss_chunk_tokens: int = -1
+  rollout_dtype: str = ""
+  prefill_rows: int = 0
 
 
 @dataclasses.dataclass(frozen=True)

@@ -6,6 +6,8 @@
   tool_calls.py tools and tool_choice in Qwen's format: prompt rendering, <tool_call> parsing
   engine.py     FlaxEngine (chunked, cancellable sampling, n, seed, log-probs, prompt scoring)
   backend_engine.py  BackendEngine (any other Backend, chat only), make_engine
+  policy.py     a served policy for RL rollouts: token-id client, in-process server, weight push
+  weights.py    weight pushes into the served model (in process or /update_weights_from_disk)
   worker.py     ModelWorker: bounded queue, batching, cancellation, health
   responses.py  OpenAI response bodies and stream chunks
   responses_api.py  POST /v1/responses, routed through the chat path

@@ -1,8 +1,9 @@
 """An OpenAI-compatible HTTP server over any `Backend`.
 
 Routes (routes.py): POST /v1/chat/completions, /v1/completions, /v1/responses, /v1/embeddings,
-/tokenize, /detokenize; GET /v1/models, /v1/models/{id}, /tokenizer_info, /health (worker state:
-queue depth, busy since, progress; 503 when stuck). Any other route is a 404 that lists these.
+/tokenize, /detokenize, /update_weights_from_disk (with `weight_updates`: weights.py); GET
+/v1/models, /v1/models/{id}, /tokenizer_info, /health (worker state: queue depth, busy since,
+progress, weights_version; 503 when stuck). Any other route is a 404 that lists these.
 
 Stack: the standard library's `ThreadingHTTPServer`, one thread per connection. Chosen over an
 ASGI server (uvicorn/starlette) because it adds no dependency to the core install and the model
@@ -32,10 +33,10 @@ import time
 from absl import logging
 
 from lib.backends.protocol import Backend
-from lib.serve import responses, routes
+from lib.serve import responses, routes, weights
 from lib.serve.admission import RequestError, ServerLimits
 from lib.serve.backend_engine import make_engine
-from lib.serve.engine import Cancelled
+from lib.serve.engine import Cancelled, FlaxEngine
 from lib.serve.worker import Job, ModelWorker
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -61,11 +62,13 @@ class OpenAIServer:
     api_key_env: name of an environment variable holding a bearer key clients must send;
       "" = no auth (a loud warning when binding beyond loopback).
     chunk_size: decode steps between cancellation checks.
+    weight_updates: serve POST /update_weights_from_disk (a FlaxBackend only; `load_params` is
+      the in-process push and needs no flag).
   """
 
   def __init__(self, backend: Backend, model_name: str, host: str = "127.0.0.1", port: int = 0,
                limits: ServerLimits | None = None, batch_window_s: float = 0.01,
-               api_key_env: str = "", chunk_size: int = 16):
+               api_key_env: str = "", chunk_size: int = 16, weight_updates: bool = False):
     limits = limits or ServerLimits()
     self.backend, self.model_name = backend, model_name
     self.engine = make_engine(backend, chunk_size=chunk_size, max_batch=limits.max_batch,
@@ -74,6 +77,7 @@ class OpenAIServer:
       limits = dataclasses.replace(limits, context_length=self.engine.context_length)
     self.limits = limits
     self.created = int(time.time())
+    self.weight_updates, self.weights_version = weight_updates, 0
     self.worker = ModelWorker(self.engine, limits, batch_window_s)
     self._api_key = ""
     if api_key_env:
@@ -122,8 +126,31 @@ class OpenAIServer:
     """-> (200 or 503 when the worker is dead or stuck, the worker's state for /health)."""
     state = self.worker.health()
     ok = state["alive"] and not state["stuck"]
-    return (200 if ok else 503), {"status": "ok" if ok else "unhealthy",
-                                  "model": self.model_name, **state}
+    return (200 if ok else 503), {"status": "ok" if ok else "unhealthy", "model": self.model_name,
+                                  "weights_version": self.weights_version, **state}
+
+  def load_params(self, params, timeout_s: float = 600.0) -> int:
+    """Replaces the served model's weights between batches (`weights.push`); returns the new
+    weights_version (also in /health). Args: params: the new nnx.Param state (e.g. the trainer's
+    `state.params`: the served tree and shapes, cast to its dtypes). timeout_s: how long it may
+    wait for the running batch. Raises: TypeError: no Flax weights. ValueError: another tree."""
+    if not isinstance(self.engine, FlaxEngine):
+      raise TypeError(f"{type(self.backend).__name__} has no Flax weights to replace")
+    weights.push(self.worker, self.engine.backend.model, params, timeout_s)
+    self.weights_version += 1
+    return self.weights_version
+
+  def weights_from_disk(self, body) -> dict:
+    """POST /update_weights_from_disk (weights.py). Args: body: {"model_path"}. Raises:
+    RequestError: 404 when off, 400 naming a bad checkpoint."""
+    if not self.weight_updates or not isinstance(self.engine, FlaxEngine):
+      raise RequestError(404, "POST /update_weights_from_disk is off on this server (start it "
+                              "with weight_updates=True over a Flax model)", "not_found")
+    try:
+      version = self.load_params(weights.params_from_disk(self.engine.backend.model, body))
+    except ValueError as e:
+      raise RequestError(400, str(e)[:300], param="model_path") from None
+    return {"success": True, "message": f"loaded {body['model_path']}", "version": version}
 
   # ---- request handling (called on the connection's thread) -------------------------------
 
@@ -251,6 +278,9 @@ def _make_handler(server: OpenAIServer):
           status = self._get(route)
           return
         body = self._read_body()
+        if route == "/update_weights_from_disk":
+          self._write(200, server.weights_from_disk(body))
+          return
         if route in routes.TOKEN_ROUTES:
           self._write(200, routes.tokens(server.engine, server.model_name, server.limits, route,
                                          body))

@@ -143,6 +143,9 @@ def chat_response(request_id: str, model: str, gen: Generation, token_text: Toke
                        "finish_reason": reason, **_token_ids(request, c)}
                       for i, c in enumerate(gen.choices)
                       for message, reason in [chat_message(request, c)]],
+          # vLLM sends a chat reply's prompt ids at the top level (one prompt per chat request)
+          **({"prompt_token_ids": gen.choices[0].prompt_token_ids} if gen.choices and
+             _token_ids(request, gen.choices[0]) else {}),
           "usage": usage(gen)}
 
 

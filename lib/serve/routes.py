@@ -14,7 +14,8 @@ from lib.serve.worker import Job
 GENERATION_ROUTES = ("/v1/chat/completions", "/v1/completions", "/v1/responses",
                      "/v1/embeddings")
 TOKEN_ROUTES = ("/tokenize", "/detokenize")
-POST_ROUTES = GENERATION_ROUTES + TOKEN_ROUTES
+WEIGHT_ROUTES = ("/update_weights_from_disk",)  # OpenAIServer(weight_updates=True): weights.py
+POST_ROUTES = GENERATION_ROUTES + TOKEN_ROUTES + WEIGHT_ROUTES
 GET_ROUTES = ("/v1/models", "/v1/models/{id}", "/tokenizer_info", "/health")
 
 

@@ -21,7 +21,9 @@ from lib.serve.engine import Cancelled, Engine, Generation
 
 class Job:
   """One request's work: kind "generate" (payload: its GenerationRequests, one per prompt; rows:
-  their choices) or "embed" (payload: (texts, encoding_format))."""
+  their choices), "embed" (payload: (texts, encoding_format)) or "call" (payload: a () -> result
+  callable run on the worker thread after the batch's generations, e.g. a weight push, so it
+  never overlaps a sampler call; rows 0)."""
 
   def __init__(self, kind: str, payload, rows: int, timeout_s: float):
     self.kind, self.payload, self.rows = kind, payload, rows
@@ -192,9 +194,10 @@ class ModelWorker:
         else:
           job.finish(result=Generation.merge(mine))
     for job in jobs:
-      if job.kind == "embed":
+      if job.kind in ("embed", "call"):
         try:
-          job.finish(result=self.engine.embed(job.payload[0]))
+          job.finish(result=self.engine.embed(job.payload[0]) if job.kind == "embed"
+                     else job.payload())
         except Exception as e:  # pylint: disable=broad-except
           job.finish(error=e)
       self._progress()

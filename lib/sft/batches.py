@@ -31,8 +31,7 @@ def left_padded(examples: Sequence[Example], pad_id: int, multiple: int = 16) ->
     {input_ids, attention_mask, loss_mask}: int32 [N, T]; prompt_len, target_len: int32 [N];
     target_window: the longest target (every loss token lies in the last target_window columns).
   """
-  longest = max(len(p) + len(t) for p, t in examples)
-  length = -(-longest // multiple) * multiple
+  length = longest_padded([len(p) + len(t) for p, t in examples], multiple)
   n = len(examples)
   out = {k: np.zeros((n, length), np.int32) for k in KEYS}
   out["input_ids"][:] = pad_id
@@ -107,6 +106,28 @@ def epoch_batches(arrays: dict, batch: int, seed: int, groups=None) -> BatchSour
   return batch_at
 
 
+def bucket_lengths(lengths: Sequence[int], minimum: int = 64, multiple: int = 0) -> list[int]:
+  """The padded length of each row under `length_grouped`'s buckets (what a memory plan of
+  length-grouped batches plans for: `lib.plan.memory_plan`).
+
+  Args:
+    lengths: [N] row lengths in tokens.
+    minimum: the smallest bucket length.
+    multiple: bucket granularity in tokens (0: powers of two).
+  Returns:
+    [N] bucket lengths: the power of two at or above each length, or the length rounded up to
+    `multiple`, at least `minimum`.
+  """
+  if multiple > 0:
+    return [max(minimum, -(-int(n) // multiple) * multiple) for n in lengths]
+  return [max(minimum, 1 << (int(n) - 1).bit_length()) for n in lengths]
+
+
+def longest_padded(lengths: Sequence[int], multiple: int = 16) -> int:
+  """The one padded length of `left_padded`: the longest row rounded up to `multiple`."""
+  return -(-max(int(n) for n in lengths) // multiple) * multiple
+
+
 def length_grouped(lengths: Sequence[int], minimum: int = 64, multiple: int = 0):
   """Batch drawing for rows of very different lengths: rows are bucketed by the power of two
   above their length (>= `minimum`), or by their length rounded up to `multiple` when it is > 0
@@ -123,10 +144,7 @@ def length_grouped(lengths: Sequence[int], minimum: int = 64, multiple: int = 0)
   Returns:
     draw(batch, rng: np.random.Generator) -> (int row indices [batch], bucket length).
   """
-  if multiple > 0:
-    bucket_of = [max(minimum, -(-int(n) // multiple) * multiple) for n in lengths]
-  else:
-    bucket_of = [max(minimum, 1 << (int(n) - 1).bit_length()) for n in lengths]
+  bucket_of = bucket_lengths(lengths, minimum, multiple)
   members: dict = {}
   for i, b in enumerate(bucket_of):
     members.setdefault(b, []).append(i)

@@ -23,6 +23,7 @@ import numpy as np
 import optax
 from absl import logging
 
+from lib.models.chunked import LOSS_CHUNK_TOKENS
 from lib.parallel import sharding
 from lib.run import tb
 from lib.run.config_blocks import ConfigBlock
@@ -52,12 +53,13 @@ class SFTRun:
   last_eval_loss: float | None
 
 
-def _jit_step(apply_fn, tx, accum_steps, target_window, mesh, state_sharding):
+def _jit_step(apply_fn, tx, cfg, mesh, state_sharding):
+  kw = dict(accum_steps=cfg.accum_steps, target_window=cfg.target_window,
+            loss_chunk_tokens=cfg.loss_chunk_tokens)
   if mesh is None:
-    return jax.jit(sft.make_sft_step(apply_fn, tx, accum_steps=accum_steps,
-                                     target_window=target_window), donate_argnums=0)
-  step_fn = sft.make_sft_step(apply_fn, tx, accum_steps=accum_steps, target_window=target_window,
-                              param_sharding=state_sharding.params)   # FSDP-sharded gradients
+    return jax.jit(sft.make_sft_step(apply_fn, tx, **kw), donate_argnums=0)
+  step_fn = sft.make_sft_step(apply_fn, tx, param_sharding=state_sharding.params,  # FSDP grads
+                              **kw)
   return sharding.jit_step(step_fn, mesh, state_sharding)
 
 
@@ -73,6 +75,8 @@ class SFTConfig(ConfigBlock):
   eval_every: steps between `evaluate` calls (0: only before the first and at the last step).
   validate_every: steps between `validate` calls (a multiple of log_every; 0: last step only).
   start_fresh: move existing checkpoints aside and train from step 0 (`lib.train.setup.resume`).
+  loss_chunk_tokens: the output head and loss run this many token positions at a time
+    (`lib.models.chunked`: no [B, T, V] logits); 0 = full logits.
   """
   block_name: ClassVar[str] = "sft"
   target_window: int = 0
@@ -85,6 +89,7 @@ class SFTConfig(ConfigBlock):
   eval_every: int = 0
   validate_every: int = 0
   start_fresh: bool = False
+  loss_chunk_tokens: int = LOSS_CHUNK_TOKENS
 
 
 def train(apply_fn: ApplyFn, state: TrainState, tx: optax.GradientTransformation,
@@ -115,12 +120,11 @@ def train(apply_fn: ApplyFn, state: TrainState, tx: optax.GradientTransformation
   Returns:
     SFTRun (the caller writes `run.state.params` into its model).
   """
-  target_window, accum_steps, log_every, ckpt_every = (
-      cfg.target_window, cfg.accum_steps, cfg.log_every, cfg.ckpt_every)
+  log_every, ckpt_every = cfg.log_every, cfg.ckpt_every
   prefix, eval_every, validate_every = cfg.prefix, cfg.eval_every, cfg.validate_every
   if validate is not None and validate_every % log_every:
     raise ValueError(f"validate_every={validate_every} must be a multiple of log_every={log_every}")
-  step = _jit_step(apply_fn, tx, accum_steps, target_window, mesh, state_sharding)
+  step = _jit_step(apply_fn, tx, cfg, mesh, state_sharding)
   ckpt, state, start, meta = train_loop.resume(workdir, state, max_to_keep=cfg.max_to_keep,
                                                 subdir=cfg.ckpt_subdir,
                                                 start_fresh=cfg.start_fresh)

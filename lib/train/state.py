@@ -4,7 +4,10 @@ given logits are `lib.models.logprobs.token_logprobs`.
 
 apply_fn protocol:  apply_fn(params, input_ids [B, T] int32, attention_mask [B, T]) -> logits
 [B, T, V], where logits[:, t] scores token t + 1. Trainers see only this function and a params
-pytree, so any model (lib/models, a test's tiny LM) plugs in through `nnx_apply_fn`.
+pytree, so any model (lib/models, a test's tiny LM) plugs in through `nnx_apply_fn`. Keywords:
+`last=K` keeps the last K positions only; `hidden=True` returns (final hidden states [B, T, D],
+output-head weight [D, V]) instead of logits, for the vocabulary-chunked losses
+(`lib.models.chunked`, which never hold [B, T, V]).
 """
 from typing import Any, Callable
 
@@ -61,22 +64,31 @@ def nnx_apply_fn(model: nnx.Module, compute_dtype: Any = None) -> tuple[ApplyFn,
       apply_fn's `last=`).
     compute_dtype: None (no casting) or the dtype floating params are cast to per call.
   Returns:
-    (apply_fn, params): apply_fn(params, input_ids [B,T], attention_mask [B,T], last=0) ->
-    float32 logits [B,T,V] (or [B,last,V]); params the model's nnx.Param state.
+    (apply_fn, params): apply_fn(params, input_ids [B,T], attention_mask [B,T], last=0,
+    hidden=False) -> float32 logits [B,T,V] (or [B,last,V]), or with hidden=True (hidden
+    [B,T,D] (or [B,last,D]) in the compute dtype, head weight [D,V] in the params' dtype);
+    params the model's nnx.Param state.
   """
   graphdef, params, rest = nnx.split(model, nnx.Param, ...)
 
-  def apply_fn(p, input_ids, attention_mask, last: int = 0):
+  def apply_fn(p, input_ids, attention_mask, last: int = 0, hidden: bool = False):
     """-> float32 logits [B, T, V], or only those of the last `last` positions [B, last, V]
-    (the output head and softmax then run on `last` positions instead of T)."""
+    (the output head and softmax then run on `last` positions instead of T); with `hidden`,
+    (final-norm hidden states, output-head weight [D, V]) and no head applied."""
+    master = p
     if compute_dtype is not None:
       p = jax.tree.map(
           lambda x: x.astype(compute_dtype) if jnp.issubdtype(x.dtype, jnp.floating) else x, p)
     m = nnx.merge(graphdef, p, rest)
     positions = positions_from_mask(attention_mask)
+    if hidden:
+      h = m.hidden_states(input_ids, attention_mask=attention_mask, positions=positions)
+      # The head weight in the params' own dtype: the chunked losses cast it per chunk, so its
+      # gradient sums over the chunks in float32, not in the compute dtype.
+      return (h[:, -last:] if last else h), nnx.merge(graphdef, master, rest).head_weight()
     if last:
-      hidden = m.hidden_states(input_ids, attention_mask=attention_mask, positions=positions)
-      return m.logits(hidden[:, -last:]).astype(jnp.float32)
+      h = m.hidden_states(input_ids, attention_mask=attention_mask, positions=positions)
+      return m.logits(h[:, -last:]).astype(jnp.float32)
     logits = m(input_ids, attention_mask=attention_mask, positions=positions)
     return logits.astype(jnp.float32)
 

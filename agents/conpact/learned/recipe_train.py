@@ -219,7 +219,8 @@ def _train_role(config, workdir: str, role: str, tok, picked: list, stats: dict)
     state, state_sh = train_loop.create_state(params, tx, mesh)
     settings = sft_loop.SFTConfig(log_every=c.log_every, ckpt_every=c.ckpt_every,
                                   prefix=f"conpact_train/{role}/",
-                                  start_fresh=train_loop.fresh_start(config))
+                                  start_fresh=train_loop.fresh_start(config),
+                                  accum_steps=c.accum_steps)
     run_ = sft_loop.train(apply_fn, state, tx, batch_at, steps, role_dir, settings,
                           mesh=mesh, state_sharding=state_sh)
     nnx.update(model, run_.state.params)

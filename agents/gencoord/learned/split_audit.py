@@ -59,7 +59,8 @@ def pool(name: str) -> list:
 
 def training_rows() -> list:
   """Every supervision row a GenCoord recipe or reference trains on."""
-  rows = [r for recipe in training_recipes.TRAINING_RECIPES.values() for r in recipe.rows()]
+  rows = [r for recipe in training_recipes.TRAINING_RECIPES.values()
+          for r in recipe.rows(suites.TRAIN_PER_TEMPLATE_MAX)]
   for name in EXTRA_TRAIN_SUITES:
     rows += data.forward_rows(suites.suite(name))
   return rows
@@ -101,13 +102,15 @@ def _stats(split: str, prompts: list, targets: list, train_prompts: set,
           "targets_in_train": sum(t in train_targets for t in targets)}
 
 
-def split_table(recipes, eval_suite: str, validation_split: str | None = None) -> list:
+def split_table(recipes, eval_suite: str, validation_split: str | None = None,
+                train_per_template: int | None = None) -> list:
   """Per recipe: its training rows, the validation split and the evaluation suite.
 
   Args:
     recipes: training recipe names (training_recipes.TRAINING_RECIPES).
     eval_suite: the suite the closed loop evaluates.
     validation_split: the forward split the stop rule reads (None: none).
+    train_per_template: the run's forward training clusters per template (None: 60).
   Returns:
     One row per (recipe, split): rows, distinct prompts, distinct targets, prompts and targets
     that also occur in the recipe's training rows (prompts hashed on the recipe's surface;
@@ -116,7 +119,7 @@ def split_table(recipes, eval_suite: str, validation_split: str | None = None) -
   out = []
   for name in recipes:
     recipe = training_recipes.get(name)
-    train = recipe.rows()
+    train = recipe.rows(train_per_template)
     tp, tt = [row_sha256(r) for r in train], [r.target for r in train]
     out.append({"recipe": name, **_stats("train", tp, tt, set(), set())})
     out[-1]["prompts_in_train"] = out[-1]["targets_in_train"] = "-"

@@ -3,7 +3,8 @@
 Config blocks (all fields required; defaults live in the config files):
   model: the one `model` block (lib/models/model_setup.py); from scratch, the vocabulary, EOS
          and pad are the DSL tokenizer's
-  train: epochs, batch, lr, warmup_frac, weight_decay, clip_norm, log_every, ckpt_every
+  train: epochs, batch, lr, warmup_frac, weight_decay, clip_norm, log_every, ckpt_every,
+         accum_steps (micro-batches per update; the gradient is that of the whole batch)
 The optimizer is the paper's recipe (AdamW, cosine with warm-up, grad-norm clip, weight decay),
 the loss is target-and-EOS causal LM on the answer window (`lib.sft.step`), batches are seeded epoch
 permutations (`lib.sft.batches.epoch_batches`), the loop is `lib.sft.loop.train`, the kept model
@@ -45,7 +46,7 @@ def train_sft(arrays: dict, tokenizer, config, workdir: str, seed: int, tag: str
   model, apply_fn, state, mesh, state_sh = train_loop.setup(config, tx, seed, tokenizer=tokenizer)
   settings = sft_loop.SFTConfig(
       target_window=arrays["target_window"], log_every=c.log_every, ckpt_every=c.ckpt_every,
-      max_to_keep=2, prefix=f"{tag}/",
+      max_to_keep=2, prefix=f"{tag}/", accum_steps=c.accum_steps,
       validate_every=early_stopping.every if early_stopping else 0)
   run = sft_loop.train(apply_fn, state, tx,
                        sft_batches.epoch_batches(arrays, c.batch, seed, groups), total, workdir,

@@ -27,9 +27,13 @@ class TrainingRecipe:
   horizon: str = "multi"
   train_suite: str = "train"
 
-  def rows(self) -> list:
-    """The supervision rows (`agents.gencoord.data.Row`) of this recipe's train suite."""
-    eps = suites.suite(self.train_suite)
+  def rows(self, train_per_template: int | None = None) -> list:
+    """The supervision rows (`agents.gencoord.data.Row`) of this recipe's train suite.
+
+    train_per_template: forward clusters per template of the `train` suite (None: the paper's
+    60; suites.TRAIN_PER_TEMPLATE_MAX at most). Recipes on another train suite ignore it."""
+    kw = {"per_template": train_per_template} if self.train_suite == "train" else {}
+    eps = suites.suite(self.train_suite, **kw)
     if self.protocol == "forward":
       return data.forward_rows(eps, self.surface, self.horizon)
     rows = data.capability_rows(eps, self.surface, centralized=self.name == "centralized")

@@ -170,8 +170,12 @@ class Qwen(nnx.Module):
     Returns:
       float32 logits [..., V].
     """
-    w = self.embed[...].T if self.lm_head is None else self.lm_head.kernel[...]
-    return jnp.matmul(hidden, w, preferred_element_type=jnp.float32)
+    return jnp.matmul(hidden, self.head_weight(), preferred_element_type=jnp.float32)
+
+  def head_weight(self):
+    """The output head's [hidden_size, V] weight: the transposed embedding when tied, else
+    lm_head's kernel (what `lib.models.chunked` projects chunk by chunk)."""
+    return self.embed[...].T if self.lm_head is None else self.lm_head.kernel[...]
 
   def init_cache(self, batch: int, max_len: int, dtype=None) -> Cache:
     """An empty decode cache.

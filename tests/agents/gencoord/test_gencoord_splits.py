@@ -96,3 +96,26 @@ def test_split_table_reports_zero_shared_prompts():
   assert by["intervention"]["rows"] == 640 and by["heldout"]["rows"] == 512
   assert by["intervention"]["prompts_in_train"] == by["heldout"]["prompts_in_train"] == 0
   assert by["heldout"]["distinct_prompts"] >= 480
+
+
+def test_a_wider_training_pool_keeps_the_papers_worlds_and_the_evaluation_pools_disjoint():
+  paper = suites.forward("train")
+  wide = suites.forward("train", per_template=120)
+  assert len(wide) == 2 * len(paper)
+  by_id = {e.episode_id: e for e in wide}
+  assert all(by_id[e.episode_id] == e for e in paper)        # the paper's worlds come first
+  for bad in (61, 0, suites.TRAIN_PER_TEMPLATE_MAX + 2):
+    with pytest.raises(ValueError, match="per_template"):
+      suites.forward("train", per_template=bad)
+  with pytest.raises(ValueError, match="only the train split"):
+    suites.forward("heldout", per_template=16)
+  table = split_audit.split_table(["direct_dsl"], "heldout", "intervention",
+                                  train_per_template=120)
+  by = {r["split"]: r for r in table}
+  assert by["train"]["rows"] == 3840
+  assert by["intervention"]["prompts_in_train"] == by["heldout"]["prompts_in_train"] == 0
+  # the widest pool a config may ask for is what the evaluation pools avoid
+  widest = suites.forward("train", per_template=suites.TRAIN_PER_TEMPLATE_MAX)[-2:]
+  seen = suites.training_views()
+  assert all(facts.view_key(e.template, a, e.goal_count, e.inventory(a)) in seen
+             for e in widest for a in suites.AGENTS)

@@ -103,3 +103,14 @@ def test_numbers_tokenize_digit_by_digit(tok, rows):
     with_digits = [p for p in pieces if any(ch.isdigit() for ch in p)]
     assert all(len(p) == 1 for p in with_digits), with_digits     # one token per digit
     assert "".join(with_digits) == "".join(ch for ch in text if ch.isdigit())
+
+
+def test_an_item_is_one_token_wherever_it_occurs(tok):
+  # The obtain quantity is need - holding of the item the path names: the model must match the
+  # structure's item to the inventory's, which it can only do if they share a token.
+  texts = ('"inventory":{"oak_planks":6,"sand":3}', "resource.obtain(q=4,item=oak_planks) >",
+           "resource.deliver(q=8,item=oak_planks,to=agent_b)", "I hold 6 oak_planks.")
+  item = tok.encode("oak_planks", add_special_tokens=False)
+  assert len(item) == 1
+  for text in texts:
+    assert item[0] in tok.encode(text, add_special_tokens=False), text

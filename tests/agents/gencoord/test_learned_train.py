@@ -13,13 +13,13 @@ from lib.run.config_blocks import model_block
 from lib.sft import batches as sft_batches, chat_rows
 
 
-def _config(epochs=4):
+def _config(epochs=4, accum_steps=1):
   c = ml_collections.ConfigDict()
   c.model = model_block(preset="qwen3-tiny", overrides=dict(
       hidden_size=32, num_layers=1, num_heads=2, num_kv_heads=1, head_dim=16,
       intermediate_size=64, tie_word_embeddings=True, max_position_embeddings=4096))
   c.train = dict(epochs=epochs, batch=8, lr=1e-2, warmup_frac=0.0, weight_decay=0.01,
-                 clip_norm=1.0, log_every=1, ckpt_every=4)
+                 clip_norm=1.0, log_every=1, ckpt_every=4, accum_steps=accum_steps)
   return c
 
 
@@ -51,3 +51,17 @@ def test_loss_falls_and_resume_is_exact(setup, tmp_path):
   assert rep_b["resumed_from"] == 4 and rep_b["history"] == rep["history"]
   for a, b in zip(_params(model), _params(model_b)):
     np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)
+
+
+def test_micro_batches_give_the_whole_batch_update(setup, tmp_path):
+  """train.accum_steps (the paper's micro 4 x accumulation 4) splits each batch of 8 into
+  micro-batches; the update is the whole batch's, so the trained weights agree."""
+  tok, arrays = setup
+  whole, _, rep = train.train_sft(arrays, tok, _config(2), str(tmp_path / "one"), seed=0)
+  micro, _, rep_m = train.train_sft(arrays, tok, _config(2, accum_steps=4), str(tmp_path / "four"),
+                                    seed=0)
+  assert rep["steps"] == rep_m["steps"] == 4
+  np.testing.assert_allclose([l for _, l in rep_m["history"]], [l for _, l in rep["history"]],
+                             rtol=1e-5)
+  for a, b in zip(_params(whole), _params(micro)):
+    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-5)

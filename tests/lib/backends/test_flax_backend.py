@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from lib import models
-from lib.backends.flax_backend import FlaxBackend
+from lib.backends.flax_backend import FlaxBackend, score_tokens
 from lib.backends.protocol import SamplingParams
 from lib.generate import sampling
 
@@ -57,3 +57,21 @@ def test_embeddings_equal_model_embed_on_right_padded_batch(backend):
   mask = jnp.asarray([[1] * len(e) + [0] * (width - len(e)) for e in enc])
   np.testing.assert_allclose(got, np.asarray(models.embed(backend.model, ids, mask)), atol=1e-5)
   assert got.shape == (3, backend.model.config.hidden_size)
+
+
+def test_prompt_scoring_in_token_chunks_equals_the_full_logits(backend):
+  """score_tokens over chunks of 5 positions (2 rows x 15 scored positions: not a divisor) equals
+  a log-softmax of the full forward's logits: chosen log-probs, top ids and top log-probs."""
+  rng = np.random.default_rng(0)
+  ids = jnp.asarray(rng.integers(3, backend.model.config.vocab_size, (2, 16)), jnp.int32)
+  mask = jnp.ones_like(ids).at[0, :4].set(0)              # one left-padded row
+  got = jax.jit(score_tokens, static_argnums=(3, 4))(backend.model, ids, mask, 3, 5)
+  positions = jnp.maximum(jnp.cumsum(mask, 1) - 1, 0)
+  logits = backend.model(ids, attention_mask=mask, positions=positions)
+  logp = np.asarray(jax.nn.log_softmax(logits[:, :-1], -1))
+  chosen = np.take_along_axis(logp, np.asarray(ids)[:, 1:, None], -1)[..., 0]
+  np.testing.assert_allclose(np.asarray(got[0])[:, 1:], chosen, rtol=1e-6, atol=1e-6)
+  np.testing.assert_array_equal(np.asarray(got[1])[:, 1:], np.argsort(-logp, -1)[..., :3])
+  np.testing.assert_allclose(np.asarray(got[2])[:, 1:], -np.sort(-logp, -1)[..., :3], rtol=1e-6,
+                             atol=1e-6)
+  assert (np.asarray(got[0]) <= 0).all() and (np.asarray(got[0])[:, 0] == 0).all()

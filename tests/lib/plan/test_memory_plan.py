@@ -205,6 +205,70 @@ def test_remat_shrinks_the_analytic_activations():
   assert plans["full"] < plans["dots"] < plans["none"] / 2, plans
 
 
+def test_the_plan_pads_rows_as_the_run_does_when_their_lengths_are_given():
+  from lib.sft import batches
+  lengths = (250, 300, 301, 359, 700)
+  plan = lambda **kw: memory_plan.compute(_config(overrides=SMALL, trainer="sft", rows=4,
+                                                  **dict(dict(seq_len=2048), **kw)),
+                                          compile_step=False)
+  unknown = plan()                                  # no lengths: every row at the maximum
+  assert unknown.seq_len == 2048 and unknown.padded_lengths is None
+  assert plan(lengths=lengths, padding="max").seq_len == 2048
+  longest = plan(lengths=lengths, padding="longest")  # lib.sft.batches.left_padded: 700 -> 704
+  assert longest.seq_len == 704 and longest.padded_lengths == {704: 5}
+  assert longest.breakdown["activations"] == plan(seq_len=704).breakdown["activations"]
+  buckets = plan(lengths=lengths, padding="buckets", bucket_multiple=128)
+  assert buckets.padded_lengths == {256: 1, 384: 3, 768: 1} and buckets.seq_len == 768
+  pow2 = plan(lengths=lengths, padding="buckets")   # length_grouped's power-of-two buckets
+  assert pow2.padded_lengths == {256: 1, 512: 3, 1024: 1}
+  assert pow2.padded_lengths == {n: batches.bucket_lengths(lengths).count(n) for n in
+                                 (256, 512, 1024)}
+  capped = plan(lengths=(100, 5000), padding="buckets")   # truncated at seq_len
+  assert capped.padded_lengths == {128: 1, 2048: 1}
+  with pytest.raises(ValueError, match="unknown plan.padding 'pack'"):
+    plan(lengths=lengths, padding="pack")
+
+
+def test_analytic_logits_follow_the_loss_chunk_setting():
+  from lib.models.chunked import LOSS_CHUNK_TOKENS
+  acts = {c: memory_plan.compute(_config(overrides=SMALL, trainer="sft", rows=4, seq_len=1024,
+                                         loss_chunk_tokens=c), compile_step=False)
+          .breakdown["activations"] for c in (0, 512, -1)}
+  # three float32 [tokens, V] buffers: 4 x 1024 tokens unchunked, one 512-token chunk chunked
+  assert acts[0] - acts[512] == 3 * 4 * 512 * (4 * 1024 - 512)
+  assert acts[-1] == acts[0] - 3 * 4 * 512 * (4 * 1024 - LOSS_CHUNK_TOKENS)   # the default
+
+
+def test_a_bf16_rollout_halves_the_kv_cache_and_adds_its_weight_copy():
+  kw = dict(trainer="grpo", rows=8, seq_len=256, response_len=64, reference=True)
+  f32 = memory_plan.compute(_config(overrides=SMALL, **kw), compile_step=False).breakdown
+  b16 = memory_plan.compute(_config(overrides=SMALL, rollout_dtype="bfloat16", **kw),
+                            compile_step=False).breakdown
+  assert "rollout_weights" not in f32 and b16["rollout_weights"] == f32["params"] // 2
+  assert b16["kv_cache"] * 2 == f32["kv_cache"] == 2 * 2 * 32 * 8 * 256 * 4 * 2   # 2 layers
+
+
+def test_paper_presets_micro_batch_as_the_papers_do():
+  from configs.conpact import train as conpact_train
+  from configs.gencoord import learned
+  from configs.wm import train as wm_train
+  gc = learned.get_config("scale=paper")              # micro 4 x accumulation 4 = 16
+  assert (gc.plan.rows, gc.plan.micro_rows, gc.train.accum_steps) == (16, 4, 4)
+  assert gc.plan.padding == "longest"
+  cp = conpact_train.get_config("scale=paper")        # one row per device per micro-batch
+  assert (cp.plan.rows, cp.plan.micro_rows) == (8, 1)
+  cp.mesh.fsdp = 8
+  assert cp.plan.micro_rows == 8
+  for env in ("alfworld", "scienceworld"):            # Table 6: one response per GPU
+    for cond in ("GRPO-GT", "OPSD-GT"):
+      wm = wm_train.get_config(f"scale=paper,env={env},condition={cond}")
+      block = wm.opsd if cond == "OPSD-GT" else wm.grpo
+      assert block.micro_batch == wm.plan.micro_rows == 1
+      wm.mesh.fsdp = 16
+      assert block.micro_batch == wm.plan.micro_rows == 16
+  assert wm_train.get_config("debug=True").grpo.micro_batch == 0
+
+
 def test_check_before_run_passes_unknown_memory_and_can_be_switched_off(capsys):
   assert memory_plan.check_before_run(ml_collections.ConfigDict({"experiment": "x"})) is None
   assert memory_plan.check_before_run(_config()).fits is None       # CPU, no target memory

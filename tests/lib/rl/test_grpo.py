@@ -149,3 +149,34 @@ def test_on_policy_step_reads_its_own_logprobs_as_old_logp(tiny):
   np.testing.assert_allclose(m_on["loss"], m_off["loss"], rtol=1e-5, atol=1e-6)
   for a, b in zip(jax.tree.leaves(s_on.params), jax.tree.leaves(s_off.params)):
     np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
+
+
+def test_vocabulary_chunked_scoring_and_step_equal_full_logits(tiny):
+  """loss_chunk_tokens=5 (8 rows x 3 response tokens = 24 positions: a padded last chunk) gives
+  the full-logits path's (loss_chunk_tokens=0) log-probs, entropies, rollout scores, and the
+  GRPO step's loss, metrics and SGD update (temperature 0.7, entropy bonus on, off-policy)."""
+  apply_fn, params, _ = tiny
+  batch = _rollout_batch(np.random.default_rng(2), rows=8)
+  ids, mask = batch["input_ids"], batch["attention_mask"]
+  score = jax.jit(grpo.response_logprobs, static_argnums=(0, 4, 5, 6))
+  (lp0, ent0), (lp5, ent5) = (score(apply_fn, params, ids, mask, 3, 0.7, c) for c in (0, 5))
+  np.testing.assert_allclose(lp5, lp0, rtol=1e-6, atol=1e-6)
+  np.testing.assert_allclose(ent5, ent0, rtol=1e-6, atol=1e-6)
+  assert (np.asarray(lp5) <= 0).all()
+  ref = jax.tree.map(lambda x: x * 1.1, params)
+  roll = jax.jit(grpo.rollout_logprobs, static_argnums=(0, 5, 6, 7, 8, 9))
+  for a, b in zip(roll(apply_fn, params, ref, ids, mask, 3, 0.7, True, 4, 0),
+                  roll(apply_fn, params, ref, ids, mask, 3, 0.7, True, 4, 5)):
+    np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-6, atol=1e-6)
+
+  tx = optax.sgd(1e-1)
+  data = {**batch, "old_logp": lp0 - 0.05}
+  fresh = lambda: TrainState.create(jax.tree.map(jnp.copy, params), tx)
+  run = lambda c: jax.jit(grpo.make_grpo_step(apply_fn, tx, grpo.GRPOConfig(
+      temperature=0.7, entropy_coef=0.1, loss_chunk_tokens=c), accum_steps=2))(fresh(), data)
+  (s0, m0), (s5, m5) = run(0), run(5)
+  for k in m0:
+    np.testing.assert_allclose(float(m5[k]), float(m0[k]), rtol=1e-5, atol=1e-7, err_msg=k)
+  np.testing.assert_allclose(float(m5["loss"]), float(m0["loss"]), rtol=1e-6)
+  for a, b in zip(jax.tree.leaves(s5.params), jax.tree.leaves(s0.params)):
+    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-7)

@@ -1,6 +1,8 @@
 """lib/rl/opsd.py: on-policy self-distillation lowers the JSD to a privileged teacher (toy task)."""
 import jax
+import jax.numpy as jnp
 import numpy as np
+import optax
 from flax import nnx
 
 from lib import models
@@ -50,3 +52,41 @@ def test_opsd_lowers_jsd_to_teacher_and_masks_span():
   assert after < 0.5 * before, (before, after)
   # Second epochs reuse samples from an older policy: weights move off 1 but stay <= clip.
   assert all(0 < w <= cfg.is_clip for w in weights) and any(abs(w - 1) > 1e-4 for w in weights)
+
+
+def test_vocabulary_chunked_step_eval_and_old_logprobs_equal_full_logits():
+  """loss_chunk_tokens=5 (8 rows x 3 tokens = 24 positions, a padded last chunk) gives the
+  full-logits path's (0) old log-probs, JSD eval, and OPSD step (loss, metrics, SGD update) with
+  temperature 0.8 and importance weights off 1; masked positions leave the loss unchanged."""
+  model = models.build(models.preset("qwen3-tiny", vocab_size=32), rngs=nnx.Rngs(1))
+  apply_fn, params = nnx_apply_fn(model)
+  teacher = jax.tree.map(lambda x: x * 1.2, params)
+  rng = np.random.default_rng(3)
+  (s_ids, s_mask), (t_ids, t_mask) = prompts(rng, 8)
+  tokens = rng.integers(0, 32, (8, 3)).astype(np.int32)
+  batch = {"student_ids": np.concatenate([s_ids, tokens], 1),
+           "student_mask": np.concatenate([s_mask, np.ones_like(tokens)], 1),
+           "teacher_ids": np.concatenate([t_ids, tokens], 1),
+           "teacher_mask": np.concatenate([t_mask, np.ones_like(tokens)], 1),
+           "tokens": tokens, "loss_mask": (rng.random((8, 3)) < 0.7).astype(np.int32)}
+  batch = jax.tree.map(jnp.asarray, batch)
+  cfgs = [opsd.OPSDConfig(temperature=0.8, loss_chunk_tokens=c) for c in (0, 5)]
+  old = [jax.jit(lambda p, c=c: opsd.response_token_logprobs(
+      apply_fn, p, batch["student_ids"], batch["student_mask"], batch["tokens"], c))(params)
+      for c in cfgs]
+  np.testing.assert_allclose(old[1], old[0], rtol=1e-6, atol=1e-6)
+  assert (np.asarray(old[1]) <= 0).all()
+  evals = [float(jax.jit(opsd.make_jsd_eval(apply_fn, c))(params, teacher, batch)) for c in cfgs]
+  np.testing.assert_allclose(evals[1], evals[0], rtol=1e-6)
+  assert evals[0] > 0
+
+  tx = optax.sgd(1e-1)
+  data = {**batch, "old_logp": old[0] - 0.1}
+  fresh = lambda: TrainState.create(jax.tree.map(jnp.copy, params), tx)
+  runs = [jax.jit(opsd.make_opsd_step(apply_fn, tx, c, accum_steps=2))(fresh(), teacher, data)
+          for c in cfgs]
+  (s0, m0), (s5, m5) = runs
+  for k in m0:
+    np.testing.assert_allclose(float(m5[k]), float(m0[k]), rtol=1e-6, atol=1e-7, err_msg=k)
+  for a, b in zip(jax.tree.leaves(s5.params), jax.tree.leaves(s0.params)):
+    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-7)

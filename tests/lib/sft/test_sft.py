@@ -3,6 +3,7 @@ resume."""
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 from flax import nnx
 from scipy.special import log_softmax
@@ -159,3 +160,29 @@ def test_checkpoint_resume_is_exact(tmp_path, setup):
     restored, _ = step(restored, b)
   for a, b in zip(jax.tree.leaves(straight), jax.tree.leaves(restored)):
     np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+@pytest.mark.parametrize("target_window", [0, 3])
+def test_vocabulary_chunked_step_equals_full_logits_step(setup, target_window):
+  """loss_chunk_tokens=5 (not a divisor of the 8 x 12 or 8 x 4 scored positions) gives the
+  loss, gradient and update of the full-logits step (loss_chunk_tokens=0); plain SGD, so the
+  update is the gradient. The chunked loss also equals causal_lm_loss on the hidden states'
+  logits with bfloat16 compute, to bfloat16 rounding."""
+  model, apply_fn, _, _, _ = setup
+  _, params = nnx_apply_fn(model)
+  tx = optax.sgd(1e-1)
+  batch = _left_pad(toy_batch(np.random.default_rng(5), 8))
+  fresh = lambda: TrainState.create(jax.tree.map(jnp.copy, params), tx)
+  run = lambda c: jax.jit(sft.make_sft_step(apply_fn, tx, target_window=target_window,
+                                            loss_chunk_tokens=c))(fresh(), batch)
+  (s_full, m_full), (s_chunk, m_chunk) = run(0), run(5)
+  for k in ("loss", "grad_norm", "target_tokens"):
+    np.testing.assert_allclose(float(m_chunk[k]), float(m_full[k]), rtol=1e-6)
+  for a, b in zip(jax.tree.leaves(s_chunk.params), jax.tree.leaves(s_full.params)):
+    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-7)
+  apply_bf16, _ = nnx_apply_fn(model, compute_dtype=jnp.bfloat16)
+  evals = [float(jax.jit(sft.make_sft_eval(apply_bf16, c))(params, batch)) for c in (0, 5)]
+  np.testing.assert_allclose(evals[1], evals[0], rtol=1e-2)
+  np.testing.assert_allclose(
+      float(jax.jit(sft.make_sft_eval(apply_fn, 5))(params, batch)),
+      float(jax.jit(sft.make_sft_eval(apply_fn, 0))(params, batch)), rtol=1e-6)

@@ -107,3 +107,15 @@ def test_multiple_buckets_and_left_padding_put_every_target_at_the_end():
     assert b["input_ids"][r, length - n:].tolist() == p + t
     assert not b["attention_mask"][r, :length - n].any() and b["attention_mask"][r, -n:].all()
     assert b["loss_mask"][r].tolist() == [0] * (length - len(t)) + [1] * len(t)
+
+
+def test_bucket_and_longest_padded_lengths_are_what_the_batches_pad_to():
+  # the lengths a memory plan plans for (lib.plan.memory_breakdown.padded_lengths)
+  assert sft_batches.bucket_lengths([1, 64, 65, 300]) == [64, 64, 128, 512]
+  assert sft_batches.bucket_lengths([1, 64, 65, 300], multiple=128) == [128, 128, 128, 384]
+  assert sft_batches.longest_padded([250, 368]) == 368 and sft_batches.longest_padded([369]) == 384
+  examples = [([5] * 200, [6] * 100), ([5] * 40, [6] * 8)]
+  assert sft_batches.left_padded(examples, pad_id=0)["input_ids"].shape == (2, 304)
+  draw = sft_batches.length_grouped([300, 48], multiple=128)
+  lengths = {draw(1, np.random.default_rng(s))[1] for s in range(20)}
+  assert lengths == set(sft_batches.bucket_lengths([300, 48], multiple=128)) == {384, 128}

@@ -37,6 +37,7 @@ EXPERIMENTS: dict[str, str] = {
     "wm/study": "experiments.wm.study",
     "device_smoke": "experiments.device_smoke",
     "agentic/babyai": "experiments.agentic.babyai",
+    "bench/agentic": "experiments.bench.agentic",
 }
 
 

@@ -3,7 +3,6 @@ env_error episodes dropped and counted, and one agentic GRPO iteration end to en
 on a toy text env, inline and in worker processes)."""
 import dataclasses
 import os
-import time
 
 import jax
 import jax.numpy as jnp
@@ -11,61 +10,20 @@ import numpy as np
 import optax
 import pytest
 
-from lib.backends.protocol import SamplingParams
 from lib.hostloop import rollouts
 from lib.hostloop.executors import ProcessExecutor
 from lib.hostloop.loop import HostLoop
-from lib.hostloop.prompt_agent import PromptAgent
-from lib.models import model_setup, tokenizer as tokenizer_lib
 from lib.rl import agentic, grpo, loop as rl_loop
-from lib.run.config_blocks import model_block
-from lib.train.state import TrainState, nnx_apply_fn
+from lib.train.state import TrainState
+
+from agentic_toy import TURN, VowelEnv, make_agent, make_trainer, tiny_policy
 
 pytestmark = pytest.mark.long_module(150)   # a worker-process iteration and two RL sessions
-
-TURN = 6
-
-
-class VowelEnv:
-  """Two steps; each rewards a reply that contains an "a" (so a random model's group differs)."""
-
-  def __init__(self, hang_at: int = 0):
-    self.hang_at = hang_at
-
-  def reset(self, seed: int):
-    self.t, self.seed = 0, seed
-    return f"Task {seed}. Say a word with the letter a.", {}
-
-  def step(self, action):
-    self.t += 1
-    if self.t == self.hang_at:
-      time.sleep(600)
-    reward = float("a" in str(action))
-    return (f"Task {self.seed}, step {self.t}. Again.", reward, self.t >= 2, False,
-            {"success": reward > 0 and self.t >= 2})
-
-
-def make_agent():
-  return PromptAgent("Reply with one word.", render=lambda o: o, parse=lambda t: t,
-                     fallback_action="", params=SamplingParams(max_tokens=TURN, temperature=1.0))
 
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-  tok = tokenizer_lib.train_tokenizer(model_setup.TINY_CORPUS, 384,
-                                      str(tmp_path_factory.mktemp("tok")))
-  model, _, tok = model_setup.build_model(model_block(preset="qwen3-tiny", vocab_size=384),
-                                          seed=0, tokenizer=tok)
-  apply_fn, params = nnx_apply_fn(model)
-  return model, tok, apply_fn, params
-
-
-def make_trainer(tiny, **agentic_cfg):
-  _, _, apply_fn, params = tiny
-  tx = optax.adam(1e-2)
-  state = TrainState.create(jax.tree.map(jnp.copy, params), tx)
-  return agentic.AgenticTrainer(apply_fn, state, tx, grpo.GRPOConfig(group_size=4),
-                                agentic.AgenticConfig(turn_tokens=TURN, **agentic_cfg))
+  return tiny_policy(str(tmp_path_factory.mktemp("tok")))
 
 
 def make_loop(tiny, trainer, seed=0, executor=None):

@@ -7,60 +7,22 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import openai
-import optax
 import pytest
 from flax import nnx
 
-from lib.backends.protocol import SamplingParams
 from lib.hostloop import rollouts
 from lib.hostloop.loop import HostLoop
-from lib.hostloop.prompt_agent import PromptAgent
-from lib.models import model_setup, tokenizer as tokenizer_lib
 from lib.rl import agentic, grpo
-from lib.run.config_blocks import model_block
 from lib.serve import policy
-from lib.train.state import TrainState, nnx_apply_fn
+
+from agentic_toy import TURN, VowelEnv, make_agent, make_trainer, tiny_policy
 
 pytestmark = pytest.mark.long_module(60)
-
-TURN = 6
-
-
-class VowelEnv:
-  """Two steps; each rewards a reply that contains an "a" (so a random model's group differs)."""
-
-  def reset(self, seed: int):
-    self.t, self.seed = 0, seed
-    return f"Task {seed}. Say a word with the letter a.", {}
-
-  def step(self, action):
-    self.t += 1
-    reward = float("a" in str(action))
-    return (f"Task {self.seed}, step {self.t}. Again.", reward, self.t >= 2, False,
-            {"success": reward > 0 and self.t >= 2})
-
-
-def make_agent():
-  return PromptAgent("Reply with one word.", render=lambda o: o, parse=lambda t: t,
-                     fallback_action="", params=SamplingParams(max_tokens=TURN, temperature=1.0))
 
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-  tok = tokenizer_lib.train_tokenizer(model_setup.TINY_CORPUS, 384,
-                                      str(tmp_path_factory.mktemp("tok")))
-  model, _, tok = model_setup.build_model(model_block(preset="qwen3-tiny", vocab_size=384),
-                                          seed=0, tokenizer=tok)
-  apply_fn, params = nnx_apply_fn(model)
-  return model, tok, apply_fn, params
-
-
-def make_trainer(tiny):
-  _, _, apply_fn, params = tiny
-  tx = optax.adam(1e-2)
-  state = TrainState.create(jax.tree.map(jnp.copy, params), tx)
-  return agentic.AgenticTrainer(apply_fn, state, tx, grpo.GRPOConfig(group_size=4),
-                                agentic.AgenticConfig(turn_tokens=TURN))
+  return tiny_policy(str(tmp_path_factory.mktemp("tok")))
 
 
 def served_iteration(trainer, sp, tok, tmp_path, it):

@@ -34,6 +34,7 @@ unknown fields):
                      "bfloat16" = a bf16 copy (`lib.generate.prefill.rollout_weights`); the KV
                      cache takes the same dtype
   prefill_rows       rows per prefill chunk of the rollout (0 = all rows at once)
+  reference_dtype    the reference's / teacher's dtype ("" float32; the trainers' `frozen_dtype`)
 
 Per device: `per_device_bytes` = the compiled step's arguments + outputs + temporaries - aliased
 (donated) bytes, plus what lives outside the step (reference for GRPO, embedder, rollout KV
@@ -196,7 +197,7 @@ def compute(config: Any, compile_step: bool | None = None) -> Plan:
       one device) and `optim` (else AdamW: the state's shapes do not depend on its settings).
     compile_step: overrides `plan.compile` (False: analytic only).
   Returns:
-    A Plan. `fits` is None when the device memory is unknown (CPU without device_memory_gib).
+    A Plan; `fits` None: the device memory is unknown (CPU without device_memory_gib).
   Raises:
     ValueError: an unknown trainer, or rows not divisible by data x fsdp or by micro_rows.
   """
@@ -229,19 +230,19 @@ def compute(config: Any, compile_step: bool | None = None) -> Plan:
   abstract = models.set_remat(abstract_model(arch), remat)
   apply_fn, params = nnx_apply_fn(abstract, compute_dtype=compute_dtype(config.model))
   params = jax.tree.map(lambda x: _sds(x.shape, x.dtype), params)
-  # AdamW's state has the same shapes whatever its hyperparameters (configs whose trainer reads
-  # them from elsewhere, e.g. `train.lr`, have no `optim` block)
+  # AdamW's state shapes do not depend on its settings (no `optim` block, e.g. `train.lr`: defaults)
   tx = optim.from_config(config.optim if "optim" in config else DEFAULT_OPTIM, 1)
   state = jax.eval_shape(lambda q: TrainState.create(q, tx), params)
   state_sh = sharding.state_shardings(state, mesh)
   params_sh = sharding.state_shardings(params, mesh)
   params_b = per_device_bytes(params, params_sh)
+  frozen = jnp.dtype(p["reference_dtype"] or "float32")
   breakdown = {
       "params": params_b,
       "optimizer_state": per_device_bytes(state.opt_state, state_sh.opt_state),
       "gradients": params_b,
       # The GRPO reference / OPSD teacher: the initial weights, sharded like the params.
-      "reference": params_b if (p["reference"] or trainer == "opsd") else 0,
+      "reference": params_b * frozen.itemsize // 4 if p["reference"] or trainer == "opsd" else 0,
       "embedder": 0,
       "kv_cache": 0,
       "activations": activation_estimate(arch, micro // n_batch, p["seq_len"], remat,
@@ -270,7 +271,7 @@ def compute(config: Any, compile_step: bool | None = None) -> Plan:
       step = _step(trainer, apply_fn, tx, p["rows"] // micro, params_sh, chunk)
       state_in = jax.tree.map(lambda x, sh: _sds(x.shape, x.dtype, sh), state, state_sh)
       if trainer == "opsd":
-        teacher = jax.tree.map(lambda x, sh: _sds(x.shape, x.dtype, sh), params, params_sh)
+        teacher = jax.tree.map(lambda x, sh: _sds(x.shape, frozen, sh), params, params_sh)
         jitted = sharding.jit_teacher_step(step, mesh, state_sh, params_sh)
         compiled = jitted.lower(state_in, teacher, batch).compile()
       else:

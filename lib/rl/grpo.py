@@ -50,6 +50,8 @@ class GRPOConfig(ConfigBlock):
   loss_chunk_tokens: int = LOSS_CHUNK_TOKENS  # head + softmax per token chunk; 0 = full logits
   rollout_dtype: str = ""         # "bfloat16": sample from a bf16 copy (bf16 KV cache)
   prefill_rows: int = 0           # > 0: prefill the rollout this many rows at a time
+  frozen_dtype: str = ""          # "bfloat16": hold the KL reference in bf16 (exact where the
+                                  # model computes in bf16: apply_fn casts it there anyway)
 
 
 def response_logprobs(apply_fn: ApplyFn, params: Any, input_ids: jax.Array,

@@ -41,6 +41,8 @@ class OPSDConfig(ConfigBlock):
   loss_chunk_tokens: int = LOSS_CHUNK_TOKENS  # head + JSD per token chunk; 0 = full logits
   rollout_dtype: str = ""         # "bfloat16": sample from a bf16 copy (bf16 KV cache)
   prefill_rows: int = 0           # > 0: prefill the rollout this many rows at a time
+  frozen_dtype: str = ""          # "bfloat16": hold the teacher in bf16 (exact where the model
+                                  # computes in bf16: apply_fn casts it there anyway)
 
 
 def response_logits(apply_fn: ApplyFn, params, ids, mask, n_response: int) -> jax.Array:

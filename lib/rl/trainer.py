@@ -49,14 +49,19 @@ class RLTrainer:
 
   def frozen_copy(self, params: Any = None) -> Any:
     """`params` (None: the state's own), copied: the update step donates the state, so the frozen
-    params must own their buffers.
+    params must own their buffers. With `cfg.frozen_dtype` (e.g. "bfloat16") the floating leaves
+    are stored in that dtype: the same values wherever the model computes in it (`nnx_apply_fn`'s
+    `compute_dtype` casts every param there first), in half the memory of float32.
 
     Args:
       params: a params pytree or None.
     Returns:
       The copied pytree.
     """
-    return jax.tree.map(jnp.copy, self.state.params if params is None else params)
+    dtype = getattr(self.cfg, "frozen_dtype", "")
+    cast = lambda x: bool(dtype) and jnp.issubdtype(x.dtype, jnp.floating) and x.dtype != dtype
+    copy = lambda x: x.astype(dtype) if cast(x) else jnp.copy(x)   # astype: a new buffer
+    return jax.tree.map(copy, self.state.params if params is None else params)
 
   def _update(self, accum: int) -> Callable:
     if self._step_fn is not None:

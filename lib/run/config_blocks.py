@@ -142,6 +142,7 @@ class PlanBlock(ConfigBlock):
   loss_chunk_tokens: int = -1
   rollout_dtype: str = ""
   prefill_rows: int = 0
+  reference_dtype: str = ""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -248,6 +248,18 @@ def test_a_bf16_rollout_halves_the_kv_cache_and_adds_its_weight_copy():
   assert b16["kv_cache"] * 2 == f32["kv_cache"] == 2 * 2 * 32 * 8 * 256 * 4 * 2   # 2 layers
 
 
+def test_a_bf16_reference_halves_the_reference_line():
+  from configs.wm import train as wm_train
+  kw = dict(trainer="grpo", rows=8, seq_len=256, response_len=64, reference=True)
+  f32 = memory_plan.compute(_config(overrides=SMALL, **kw), compile_step=False).breakdown
+  b16 = memory_plan.compute(_config(overrides=SMALL, reference_dtype="bfloat16", **kw),
+                            compile_step=False).breakdown
+  assert 2 * b16["reference"] == f32["reference"] == f32["params"]
+  wm = wm_train.get_config("scale=paper,env=alfworld,condition=OPSD-GT")   # the teacher too
+  assert wm.opsd.frozen_dtype == wm.plan.reference_dtype == "bfloat16"
+  assert wm_train.get_config("debug=True").plan.reference_dtype == ""
+
+
 def test_paper_presets_micro_batch_as_the_papers_do():
   from configs.conpact import train as conpact_train
   from configs.gencoord import learned

@@ -180,3 +180,28 @@ def test_vocabulary_chunked_scoring_and_step_equal_full_logits(tiny):
   np.testing.assert_allclose(float(m5["loss"]), float(m0["loss"]), rtol=1e-6)
   for a, b in zip(jax.tree.leaves(s5.params), jax.tree.leaves(s0.params)):
     np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-7)
+
+
+def test_a_bf16_frozen_copy_scores_as_the_float32_one_where_the_model_computes_in_bf16(tiny):
+  """`frozen_dtype="bfloat16"` stores the GRPO reference (and the OPSD teacher, the same
+  `frozen_copy`) in bf16, half the bytes; with bf16 compute (`nnx_apply_fn`'s compute_dtype casts
+  every param to bf16 first) its log-probs equal the float32 copy's bit for bit."""
+  from lib.rl import opsd
+  sample_fn = tiny[2]
+  model = models.build(models.preset("qwen3-tiny", vocab_size=32), rngs=nnx.Rngs(0))
+  apply16, params = nnx_apply_fn(model, compute_dtype=jnp.bfloat16)
+  tx = optax.sgd(1e-1)
+  state = TrainState.create(params, tx)
+  f32, b16 = (grpo.GRPOTrainer(apply16, sample_fn, state, tx, grpo.GRPOConfig(frozen_dtype=d))
+              for d in ("", "bfloat16"))
+  assert {x.dtype for x in jax.tree.leaves(b16.ref_params)} == {jnp.dtype(jnp.bfloat16)}
+  nbytes = lambda t: sum(x.nbytes for x in jax.tree.leaves(t))
+  assert 2 * nbytes(b16.ref_params) == nbytes(f32.ref_params) == nbytes(state.params)
+  batch = _rollout_batch(np.random.default_rng(3), rows=8)
+  score = jax.jit(grpo.rollout_logprobs, static_argnums=(0, 5, 6, 7, 8, 9))
+  args = (batch["input_ids"], batch["attention_mask"], 3, 0.7, False, 4, 5)
+  ref32, ref16 = (score(apply16, params, t.ref_params, *args)[1] for t in (f32, b16))
+  np.testing.assert_array_equal(np.asarray(ref16), np.asarray(ref32))
+  teacher = opsd.OPSDTrainer(apply16, sample_fn, state, tx,
+                             opsd.OPSDConfig(frozen_dtype="bfloat16")).teacher_params
+  assert nbytes(teacher) == nbytes(b16.ref_params)

@@ -7,6 +7,9 @@ from setuptools import find_packages, setup
 
 # Lower bounds are the versions the test suite ran with (2026-12-01); older ones are untested.
 # transformers 4.x still reads the tokenizers we export (tests/lib/models/test_tokenizer.py).
+# transformers and numpy: the suite passes on the newest (what a fresh install picks) and on
+# 5.20.2 / 2.3.5, which the `gpu` extra's vLLM needs (docs/gpu.md: its mistral-common takes
+# numpy < 2.4 on Python <= 3.12).
 CORE = [
     "jax>=0.10.2,<0.11",
     "flax>=0.12.8,<0.13",
@@ -15,10 +18,10 @@ CORE = [
     "absl-py>=2.5,<3",
     "ml-collections>=1.1,<2",
     "tensorboardX>=2.6.5,<3",
-    "transformers>=5.24,<6",
+    "transformers>=5.20.2,<6",
     "tokenizers>=0.23,<1",
     "safetensors>=0.8,<1",
-    "numpy>=2.4,<3",
+    "numpy>=2.3.5,<3",
     "scipy>=1.17,<2",
     "tqdm>=4.70,<5",
     "matplotlib>=3.11,<4",
@@ -86,10 +89,11 @@ EXTRAS = {
     "ray": RAY,
     "gpu": [
         "jax[cuda12]>=0.10.2,<0.11",
-        # 0.10.1: the first release with runner="pooling" (the embedding backend) and one that reads
-        # the tokenizer our exporter writes. Its torch pin differs from `test`'s CPU torch==2.13.0,
-        # so `gpu` and `test` are installed into separate environments.
-        "vllm>=0.10.1",
+        # runner="pooling" (the embedding backend) exists from 0.10.1. 0.33 is pinned so pip
+        # resolves at once: it takes transformers 5.16.1-5.20 (with the core bound: 5.20.2), and
+        # 0.34's flashinfer-python==0.7.3 had no installable wheel (2026-12-06). vLLM's torch pin
+        # differs from `test`'s CPU torch==2.13.0: `gpu` and `test` go in separate environments.
+        "vllm>=0.33,<0.34",
     ],
 }
 

@@ -30,11 +30,12 @@ def get_config(arg=None):
   # 4,800 steps) and the stop is read off the validation split: the forward `intervention`
   # clusters, scored by teacher-forced greedy exact match after every epoch; from epoch 6 on, the
   # first epoch at which every validation cluster is exact ends training
-  # (agents/gencoord/learned/validation.py). The rule never looks at a held-out cluster; why the
-  # splits' prompts coincide and what that means: configs/gencoord/README.md.
+  # (agents/gencoord/learned/validation.py). The rule never looks at a held-out cluster, and no
+  # validation or held-out prompt is a training prompt (configs/gencoord/README.md).
   c.train.epochs = 1 if arg.debug else 20
-  c.train.select = dict(split="intervention", every_epochs=1, min_epochs=1 if arg.debug else 6,
-                        stop_at=1.0)
+  # Floats, so `--config.train.select.every_epochs=0.25` (a fraction of an epoch) parses.
+  c.train.select = dict(split="intervention", every_epochs=1.0,
+                        min_epochs=1.0 if arg.debug else 6.0, stop_at=1.0)
   c.train.batch = 8
   # Contrast batches: each batch of 8 holds 2 worlds, each with both bindings and both role
   # views (rows whose prompts differ only there, agents/gencoord/learned/sft_rows

@@ -171,6 +171,14 @@ def test_missing_workdir_is_one_line_not_a_usage_dump(launch):
   assert line == "launch.py: error: missing --workdir=DIR (where this run writes its outputs)"
 
 
+def test_fraction_of_an_epoch_parses_as_the_quickstart_validation_period(launch):
+  # configs/gencoord/README.md's recipe search sets these from the command line; with int
+  # defaults the flag parser refused them ("invalid literal for int() with base 10: '0.25'").
+  r = launch("--config=configs/quickstart.py", "--config.train.select.every_epochs=0.25",
+             "--config.train.select.min_epochs=1.5")
+  assert _one_line_error(r).endswith("missing --workdir=DIR (where this run writes its outputs)")
+
+
 def test_missing_or_empty_checkpoint_stops_before_any_work(launch, tmp_path):
   line = _error_creates_nothing(launch, tmp_path,
                                 "--config=configs/serve.py:checkpoint=/no/such/ckpt")

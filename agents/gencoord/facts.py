@@ -17,13 +17,17 @@ and both role views of the pair see the same facts:
                 names, which no branch reads: a commitment must take the count of the right
                 item, not the count of whatever is held.
 
-An evaluation pool must not repeat a training prompt. A prompt is fixed by (template, agent,
-goal count, inventory) plus the binding or request, so `sample` rejects a drawn world while any
-agent's view key (`view_key`) is one a training pool holds, and draws again from the same
-generator: deterministic, and every model input of the pool differs from every training input.
+Training and evaluation draw their worlds from one distribution over disjoint halves of the view
+space. A prompt is fixed by (template, agent, goal count, inventory) plus the binding or request;
+`view_side` hashes that view key into "train" (1 - EVAL_SHARE of keys) or "eval", and `sample`
+redraws a world, from the same generator, until every agent's view lies on the pool's side. So no
+evaluation prompt is a training prompt, and both pools follow the same rule (rejecting against
+the training pool's own views instead would leave evaluation the views training rarely draws:
+busier inventories, larger counts).
 """
 import dataclasses
 import functools
+import hashlib
 
 import numpy as np
 
@@ -40,6 +44,8 @@ SPARE_MAX = 16
 FUEL_EXTRA_MAX = 4
 SEED = 4_801          # the facts' own stream; make_layout draws positions from another
 MAX_DRAWS = 1_000
+EVAL_SHARE = 0.25     # the share of view keys evaluation pools draw from
+SIDES = ("train", "eval")
 assert set(SPARE_POOL) <= recipes.ITEMS
 
 
@@ -106,6 +112,13 @@ def view_key(template_name: str, agent: str, goal_count: int, inventory) -> tupl
   return (template_name, agent, goal_count, tuple(sorted(dict(inventory).items())))
 
 
+def view_side(key: tuple) -> str:
+  """"train" or "eval": which pools may hold view `key` (a fixed hash of its repr, so the
+  partition does not depend on the order or number of worlds drawn)."""
+  digest = hashlib.sha256(repr(key).encode("utf-8")).digest()
+  return "eval" if int.from_bytes(digest[:8], "big") < EVAL_SHARE * 2 ** 64 else "train"
+
+
 def _draw(rng, template_name, bindings, agents, goal_counts) -> Facts:
   k = int(rng.choice(goal_counts))
   needs = obtain_needs(template_name, bindings, k)
@@ -124,8 +137,8 @@ def _draw(rng, template_name, bindings, agents, goal_counts) -> Facts:
   return Facts(k, tuple(inventories))
 
 
-def sample(template_name: str, bindings: tuple, variant: int, agents: tuple,
-           forbidden=frozenset(), goal_counts: tuple = GOAL_COUNTS) -> Facts:
+def sample(template_name: str, bindings: tuple, variant: int, agents: tuple, side: str,
+           goal_counts: tuple = GOAL_COUNTS) -> Facts:
   """The facts of world `variant` for a pair of `bindings` of a template.
 
   Args:
@@ -133,19 +146,23 @@ def sample(template_name: str, bindings: tuple, variant: int, agents: tuple,
     bindings: the bindings that share this world (a binding pair, or one binding).
     variant: the world variant; it seeds the generator.
     agents: the agents whose inventories are drawn.
-    forbidden: view keys (`view_key`) a draw must avoid for every agent (training views).
+    side: "train" for a training pool, "eval" for a validation or evaluation pool; every
+      agent's view of the world lies on it (`view_side`).
     goal_counts: the goal counts to draw from (a template whose binding carries the count
       passes (1,)).
   Returns:
-    The first draw, in the generator's order, with no forbidden view.
+    The first draw, in the generator's order, whose views all lie on `side`.
   Raises:
+    ValueError: `side` is not one of SIDES.
     RuntimeError: no admissible draw in MAX_DRAWS.
   """
+  if side not in SIDES:
+    raise ValueError(f"side must be one of {SIDES}, got {side!r}")
   rng = np.random.default_rng((SEED, int(variant)))
   for _ in range(MAX_DRAWS):
     f = _draw(rng, template_name, tuple(bindings), tuple(agents), tuple(goal_counts))
-    if not any(view_key(template_name, a, f.goal_count, {**STARTING_KIT, **dict(inv)})
-               in forbidden for a, inv in f.inventories):
+    if all(view_side(view_key(template_name, a, f.goal_count, {**STARTING_KIT, **dict(inv)}))
+           == side for a, inv in f.inventories):
       return f
-  raise RuntimeError(f"{template_name} variant {variant}: every draw repeats a training view")
-
+  raise RuntimeError(f"{template_name} variant {variant}: no draw in {MAX_DRAWS} has every "
+                     f"view on the {side} side")

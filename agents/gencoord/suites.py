@@ -8,7 +8,7 @@ within a pair until the request arrives (and a Goal x Capability pair shares the
 
   forward("train")            480 clusters (60 per template, balanced bindings); a recipe may
                               train on up to TRAIN_PER_TEMPLATE_MAX per template (the same
-                              worlds first), and every evaluation pool avoids all of those
+                              worlds first)
   forward("heldout")          128 clusters (16 per template)
   forward("intervention")     160 clusters (20 per template)
   forward("heldout_template")  80 clusters (20 per held-out template, one new template per
@@ -19,23 +19,24 @@ within a pair until the request arrives (and a Goal x Capability pair shares the
   visibility(view)             96 clusters: 3 motifs x 32, under full / skeleton / node_only
   naturalized(surface)        the 160 intervention clusters with naturalized private notes
 Variant ranges are disjoint across splits, so no world is shared between pools, and no
-evaluation prompt is a training prompt: an evaluation world whose goal count and inventory
-would give some agent a view a training pool holds (`training_views`) is redrawn (facts.sample).
+evaluation prompt is a training prompt: a training world's views all lie on the "train" side of
+the view space and every other pool's on the "eval" side (facts.view_side), both drawn by the
+same rule, so the pools are disjoint and alike in distribution.
 """
 import dataclasses
 import functools
 
 from agents.gencoord import capability, crossproduct, facts, motifs, templates, templates_heldout
 from agents.gencoord.episode import Episode
-from envs.minecraft.layout import STARTING_KIT, make_layout
+from envs.minecraft.layout import make_layout
 
 AGENTS = ("agent_a", "agent_b")
 CORE = ("build_site", "chest_ab", "chest_or_table", "planks_or_sticks", "deposit_or_build",
         "dual_build", "active_order", "remaining_terminal")
 FORWARD_SPLITS = {"train": (60, 0), "heldout": (16, 10_000), "intervention": (20, 20_000),
                   "heldout_template": (20, 30_000)}
-# The widest forward training pool a config may ask for (`per_template`): evaluation worlds avoid
-# the views of all of them, so the evaluation pools do not depend on how many a run trains on.
+# The widest forward training pool a config may ask for (`per_template`); the split audit checks
+# every row of it against the evaluation pools.
 TRAIN_PER_TEMPLATE_MAX = 960
 COUNTS = {"train": 480, "heldout": 128, "intervention": 160, "heldout_template": 80,
           "cross_product": 60, "capability": 40, "capability_train": 160, "visibility": 96}
@@ -48,29 +49,10 @@ def _layout(variant: int, inventories: tuple):
 
 @functools.lru_cache(maxsize=None)
 def _world(template: str, bindings: tuple, variant: int, training: bool) -> facts.Facts:
-  """The facts of a world shared by `bindings`; outside training, none of its views is one a
-  training pool holds."""
+  """The facts of a world shared by `bindings`, its views on the training or evaluation side."""
   counts = facts.GOAL_COUNTS if templates.get(template).counted else (1,)
-  return facts.sample(template, bindings, variant, AGENTS,
-                      forbidden=frozenset() if training else training_views(),
+  return facts.sample(template, bindings, variant, AGENTS, "train" if training else "eval",
                       goal_counts=counts)
-
-
-@functools.lru_cache(maxsize=None)
-def training_views() -> frozenset:
-  """`facts.view_key` of every agent's view in every training pool (the forward train split,
-  which the single-step, free-form and naturalized training rows reuse; the seen cross-products;
-  the Goal x Capability training worlds)."""
-  out = set()
-  for t_index, name in enumerate(CORE):          # every forward training world a run may use
-    bindings = templates.get(name).bindings
-    for w in range(TRAIN_PER_TEMPLATE_MAX // 2):
-      world = _world(name, bindings, 1000 * t_index + w, True)
-      out |= {facts.view_key(name, a, world.goal_count, {**STARTING_KIT, **world.inventory(a)})
-              for a in AGENTS}
-  eps = cross_product("seen") + capability_suite("train")
-  return frozenset(out | {facts.view_key(ep.template, a, ep.goal_count, ep.inventory(a))
-                          for ep in eps for a in AGENTS})
 
 
 def _views(cluster_id, suite, template, binding, variant, world, split, peer_mode="GENERAL",

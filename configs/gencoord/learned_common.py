@@ -19,6 +19,9 @@ def base(arg) -> ml_collections.ConfigDict:
   # Forward training worlds: clusters per template of the `train` suite (the paper: 60, i.e.
   # 480 clusters, 1,920 Direct Short DSL rows; suites.TRAIN_PER_TEMPLATE_MAX at most).
   c.train_clusters_per_template = 60
+  # How the from-scratch BPE cuts numbers: "digits" (one token per digit) or "whole" (a frequent
+  # number is one token; agents/gencoord/learned/tokenizer.py). A checkpoint brings its own.
+  c.number_tokens = "digits"
   c.export_hf = True                   # final model + tokenizer in Hugging Face format
   # A tiny Qwen3 trained from scratch (vocabulary: a DSL-aware BPE of vocab_size trained on the
   # rows); `checkpoint` (a local HF dir) starts from a real model and its own tokenizer.

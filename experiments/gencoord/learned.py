@@ -110,7 +110,8 @@ def _tokenizer(config, workdir, rows_by_recipe):
   for name, rows in rows_by_recipe.items():
     surface = training_recipes.get(name).surface
     texts += [chat.system_prompt(surface) + "\n" + r.prompt + "\n" + r.target for r in rows]
-  return dsl_tokenizer.train_dsl_tokenizer(texts, config.model.vocab_size, path)
+  return dsl_tokenizer.train_dsl_tokenizer(texts, config.model.vocab_size, path,
+                                           config.number_tokens)
 
 
 def _early_stopping(config, recipe_name, tok, mdir, n_rows):

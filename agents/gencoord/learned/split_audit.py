@@ -7,8 +7,8 @@ episode (experiments/gencoord/learned.py).
 
 `split_table` is the per-split table of summary.md: rows, distinct prompts, distinct targets, and
 how many prompts (and gold targets) of the validation and evaluation pools also occur in
-training. Prompts are kept apart by construction (facts.sample redraws an evaluation world
-whose view a training pool holds), so the prompt overlap is 0; targets can recur, since one
+training. Prompts are kept apart by construction (a training world's views lie on the train side
+of the view space, an evaluation world's on the eval side: facts.view_side), so the overlap is 0; targets can recur, since one
 commitment answers many worlds (the same goal count and holdings, other spare items).
 
 `model_inputs(pool)` lists every stage context the closed loops give a policy on an evaluation

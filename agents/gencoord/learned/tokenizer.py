@@ -42,9 +42,18 @@ _CHAR = rf"(?:(?!{_ID}|{_ITEM})[^\s\d{_DELIMS}])"
 # non-space non-digit non-delimiters closed by one delimiter; or such a run without a delimiter;
 # or whitespace.
 SPLIT = rf"{_ID}|{_ITEM}|\d| ?{_CHAR}*[{_DELIMS}]| ?{_CHAR}+|\s+"
+# The alternative: a number is one piece, which BPE merges into one token when it is frequent
+# (every count the rows use often), so a count is read and a quantity written as one symbol.
+SPLIT_WHOLE_NUMBERS = SPLIT.replace(r"|\d|", r"|\d+|")
+NUMBERS = {"digits": SPLIT, "whole": SPLIT_WHOLE_NUMBERS}
 
 
-def train_dsl_tokenizer(texts: Iterable[str], vocab_size: int, path
+def train_dsl_tokenizer(texts: Iterable[str], vocab_size: int, path, numbers: str = "digits"
                         ) -> transformers.PreTrainedTokenizerFast:
-  """Trains the BPE on `texts`, saves it at `path`, returns it loaded via `load_tokenizer`."""
-  return tokenizer_lib.train_tokenizer(texts, vocab_size, path, split_pattern=SPLIT)
+  """Trains the BPE on `texts`, saves it at `path`, returns it loaded via `load_tokenizer`.
+
+  `numbers`: "digits" (one token per digit) or "whole" (one piece per number, see NUMBERS).
+  """
+  if numbers not in NUMBERS:
+    raise ValueError(f"numbers must be one of {sorted(NUMBERS)}, got {numbers!r}")
+  return tokenizer_lib.train_tokenizer(texts, vocab_size, path, split_pattern=NUMBERS[numbers])

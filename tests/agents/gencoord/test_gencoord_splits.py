@@ -63,30 +63,66 @@ def test_facts_are_in_the_observation_and_drive_the_obtain_step():
   assert len(spare) >= 5                                # distractors beside the material
 
 
-def test_facts_are_deterministic_and_redrawn_around_forbidden_views():
+def test_facts_are_deterministic_and_drawn_on_their_side():
   args = ("chest_ab", templates.get("chest_ab").bindings, 123, suites.AGENTS)
-  first = facts.sample(*args)
-  assert facts.sample(*args) == first
-  keys = {facts.view_key("chest_ab", a, first.goal_count, {"wooden_pickaxe": 1, **dict(inv)})
-          for a, inv in first.inventories}
-  again = facts.sample(*args, forbidden=frozenset(keys))
-  assert again != first and facts.sample(*args, forbidden=frozenset(keys)) == again
-  assert facts.sample(*args[:3], suites.AGENTS, goal_counts=(1,)).goal_count == 1
+  for side in facts.SIDES:
+    first = facts.sample(*args, side)
+    assert facts.sample(*args, side) == first
+    assert all(facts.view_side(facts.view_key("chest_ab", a, first.goal_count,
+                                              {"wooden_pickaxe": 1, **dict(inv)})) == side
+               for a, inv in first.inventories)
+  assert facts.sample(*args, "train") != facts.sample(*args, "eval")
+  with pytest.raises(ValueError, match="side"):
+    facts.sample(*args, "validation")
+  assert facts.sample(*args, "eval", goal_counts=(1,)).goal_count == 1
   assert not facts.touched("chest_ab") & {"sand", "coal", "oak_planks"}
   assert {"oak_planks", "oak_log", "stick"} <= facts.touched("planks_or_sticks")
 
 
-def test_pairs_share_facts_and_evaluation_views_are_unseen():
-  seen = suites.training_views()
-  for name in ("heldout", "intervention", "capability", "visibility"):
+def test_the_view_partition_is_a_fixed_hash_with_the_eval_share():
+  keys = [("chest_ab", "agent_a", k, (("cobblestone", n), ("wooden_pickaxe", 1)))
+          for k in facts.GOAL_COUNTS for n in range(1, 1001)]
+  share = sum(facts.view_side(k) == "eval" for k in keys) / len(keys)
+  assert abs(share - facts.EVAL_SHARE) < 0.02            # 4,000 keys: sd of the share ~0.007
+  # sha256 of the key's repr, not Python's salted hash(): the same side in every process
+  digest = hashlib.sha256(repr(keys[0]).encode()).digest()
+  expect = "eval" if int.from_bytes(digest[:8], "big") < facts.EVAL_SHARE * 2 ** 64 else "train"
+  assert facts.view_side(keys[0]) == expect
+
+
+def _side(ep, agent):
+  return facts.view_side(facts.view_key(ep.template, agent, ep.goal_count, ep.inventory(agent)))
+
+
+def test_pairs_share_facts_and_every_pool_keeps_to_its_side():
+  training = ("train", "cross_product_seen", "capability_train")
+  evaluation = ("heldout", "intervention", "heldout_template", "cross_product", "capability",
+                "visibility")
+  for name in training + evaluation:
     eps = suites.suite(name)
     worlds = collections.defaultdict(set)
     for ep in eps:
       worlds[(ep.template, ep.variant)].add((ep.goal_count, ep.layout.agent_starts["agent_a"][1],
                                              ep.layout.agent_starts["agent_b"][1]))
-      assert all(facts.view_key(ep.template, a, ep.goal_count, ep.inventory(a)) not in seen
-                 for a in suites.AGENTS)
+      side = "train" if name in training else "eval"
+      assert all(_side(ep, a) == side for a in suites.AGENTS), (name, ep.episode_id)
     assert all(len(v) == 1 for v in worlds.values())    # both bindings / modes, one world
+
+
+def _sender_inventory_stats(eps):
+  """(share of sender views holding 3+ distinct items, mean largest count held)."""
+  invs = [ep.inventory(ep.sender) for ep in eps]
+  return (sum(len(i) >= 3 for i in invs) / len(invs),
+          sum(max(i.values()) for i in invs) / len(invs))
+
+
+def test_training_and_evaluation_inventories_come_from_one_distribution():
+  # Rejecting evaluation worlds against the training views skewed evaluation to busy
+  # inventories (94% vs 62% with 3+ items, largest count 11.9 vs 9.9); a side partition does not.
+  train = _sender_inventory_stats(suites.forward("train", per_template=240))
+  for split in ("intervention", "heldout"):
+    busy, largest = _sender_inventory_stats(suites.forward(split))
+    assert abs(busy - train[0]) < 0.1 and abs(largest - train[1]) < 1.5, (split, train)
 
 
 def test_split_table_reports_zero_shared_prompts():
@@ -114,8 +150,5 @@ def test_a_wider_training_pool_keeps_the_papers_worlds_and_the_evaluation_pools_
   by = {r["split"]: r for r in table}
   assert by["train"]["rows"] == 3840
   assert by["intervention"]["prompts_in_train"] == by["heldout"]["prompts_in_train"] == 0
-  # the widest pool a config may ask for is what the evaluation pools avoid
   widest = suites.forward("train", per_template=suites.TRAIN_PER_TEMPLATE_MAX)[-2:]
-  seen = suites.training_views()
-  assert all(facts.view_key(e.template, a, e.goal_count, e.inventory(a)) in seen
-             for e in widest for a in suites.AGENTS)
+  assert all(_side(e, a) == "train" for e in widest for a in suites.AGENTS)

@@ -93,7 +93,7 @@ def test_every_branch_closes_in_the_world():
     base = [e for e in pool if e.template == name][:4]          # both bindings, both views
     for k in facts.GOAL_COUNTS:
       world = facts.sample(name, templates.get(name).bindings, 90_000 + k, suites.AGENTS,
-                           goal_counts=(k,))
+                           "train", goal_counts=(k,))
       layout = make_layout(90_000 + k, suites.AGENTS,
                            extra_items={a: dict(inv) for a, inv in world.inventories})
       eps = [dataclasses.replace(e, goal_count=k, layout=layout) for e in base]

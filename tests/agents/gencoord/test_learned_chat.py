@@ -1,4 +1,5 @@
 """Chat rendering of local contexts and the DSL-aware tokenizer."""
+import collections
 import re
 
 import pytest
@@ -103,6 +104,25 @@ def test_numbers_tokenize_digit_by_digit(tok, rows):
     with_digits = [p for p in pieces if any(ch.isdigit() for ch in p)]
     assert all(len(p) == 1 for p in with_digits), with_digits     # one token per digit
     assert "".join(with_digits) == "".join(ch for ch in text if ch.isdigit())
+
+
+def test_whole_number_tokens_keep_a_frequent_number_in_one_token(tmp_path):
+  # The quickstart's rows and vocabulary size: every count they use 100+ times is one token.
+  train = data.forward_rows(suites.forward("train"))
+  texts = [chat.system_prompt() + "\n" + r.prompt + "\n" + r.target for r in train]
+  whole = dsl_tokenizer.train_dsl_tokenizer(texts, 1024, tmp_path / "whole", numbers="whole")
+  counts = collections.Counter(n for t in texts for n in re.findall(r"\d+", t))
+  frequent = [n for n, c in counts.items() if c >= 100]
+  assert sum(len(n) == 2 for n in frequent) >= 5
+  for n in frequent:
+    assert whole.tokenize(f"q={n},")[1] == n                   # the number is one token
+  for r in train[:50]:                                        # still an exact byte round trip
+    assert whole.decode(whole.encode(r.prompt, add_special_tokens=False)) == r.prompt
+  rare = "q=98765,"                                           # no merge learned: several tokens
+  assert len(whole.tokenize(rare)) > 3
+  assert whole.decode(whole.encode(rare, add_special_tokens=False)) == rare
+  with pytest.raises(ValueError, match="numbers"):
+    dsl_tokenizer.train_dsl_tokenizer(texts, 1024, tmp_path / "bad", numbers="bytes")
 
 
 def test_an_item_is_one_token_wherever_it_occurs(tok):

@@ -21,6 +21,7 @@ EXPERIMENTS: dict[str, str] = {
     "gencoord/bench": "experiments.gencoord.bench",
     "gencoord/data": "experiments.gencoord.data",
     "gencoord/learned": "experiments.gencoord.learned",
+    "gencoord/sender_probe": "experiments.gencoord.sender_probe",
     "serve": "experiments.serve",
     "bench/host_loop": "experiments.bench.host_loop",
     "bench/host_executors": "experiments.bench.host_executors",

@@ -118,3 +118,15 @@ def test_naturalized_debug(tmp_path):
   summary = registry.get(config.experiment)(config, str(tmp_path))
   assert summary["success"]["oracle_factors"] == 100.0
   assert summary["success"]["frozen_parser"] == summary["success"]["surface_table"] == 0.0
+
+
+def test_sender_probe_debug(tmp_path):
+  config = _config("gencoord/sender_probe")
+  table = registry.get(config.experiment)(config, str(tmp_path))
+  assert [r["numbers"] for r in table] == ["digits", "whole"]
+  data = json.loads((tmp_path / "summary.json").read_text(),
+                    parse_constant=lambda c: pytest.fail(f"bare {c} in summary.json"))
+  assert data["debug"] is True and len(data["table"]) == 2
+  for row in table:
+    assert row["steps"] == 20 and row["rows_seen"] == 20 * config.train.batch
+    assert 0 <= row["test_exact_%"] <= 100 and 0 <= row["train_exact_%"] <= 100

@@ -33,7 +33,11 @@ def base(arg) -> ml_collections.ConfigDict:
   # accum_steps: micro-batches per update (`batch` rows each update; the paper: micro 4 x 4).
   c.train = dict(epochs=2, batch=16, lr=3e-3, warmup_frac=0.03, weight_decay=0.01,
                  clip_norm=1.0, log_every=10, ckpt_every=60, batching="rows", accum_steps=1,
-                 select=None)          # early stopping on a validation split (the quickstart)
+                 select=None,          # early stopping on a validation split (the quickstart)
+                 # Short-context sender drill (agents/gencoord/learned/drill.py): sender rows of
+                 # this many training worlds per template, prompted with the agent's own
+                 # sections only, one batch of `batch` of them after every full batch (0: off).
+                 drill=dict(clusters_per_template=0, batch=32))
   c.mesh = dict(data=1, fsdp=1)        # FSDP over data x fsdp devices (agents/gencoord/learned/train)
   # `--plan`: one SFT step of `train.batch` rows. Rows are left-padded to the longest: 368 tokens
   # for the embedded recipes (freeform, with the three-recipe BPE; the quickstart's direct_dsl

@@ -24,7 +24,8 @@ import numpy as np
 from absl import logging
 
 from agents.gencoord import data, metrics, protocol, suites
-from agents.gencoord.learned import chat, report, sft_rows, tokenizer as dsl_tokenizer, train
+from agents.gencoord.learned import chat, drill, report, sft_rows, tokenizer as dsl_tokenizer
+from agents.gencoord.learned import train
 from agents.gencoord.learned import policy as learned_policy
 from agents.gencoord.learned import split_audit, training_recipes, validation
 from agents.gencoord.policies import registry as policies
@@ -114,16 +115,16 @@ def _tokenizer(config, workdir, rows_by_recipe):
                                            config.number_tokens)
 
 
-def _early_stopping(config, recipe_name, tok, mdir, n_rows):
+def _early_stopping(config, recipe_name, tok, mdir, n_rows, sources: int = 1):
   """The validation rule of `config.train.select` (None when the config sets none).
 
   select: split (a forward split other than heldout), every_epochs, min_epochs (either may be
-  a fraction of an epoch), stop_at
-  (cluster exact match in [0, 1] that ends training)."""
+  a fraction of an epoch of the full rows; with `sources` interleaved batch sources an epoch
+  takes that many times its steps), stop_at (cluster exact match in [0, 1] that ends training)."""
   sel = config.train.select
   if not sel:
     return None
-  spe = sft_batches.steps_per_epoch(n_rows, config.train.batch)
+  spe = sft_batches.steps_per_epoch(n_rows, config.train.batch) * sources
   vset = validation.build(recipe_name, tok, sel["split"])
   os.makedirs(mdir, exist_ok=True)
   log_every = config.train.log_every        # validation runs on a log step
@@ -132,6 +133,23 @@ def _early_stopping(config, recipe_name, tok, mdir, n_rows):
                                   min_steps=round(spe * sel["min_epochs"]),
                                   stop_at=sel["stop_at"],
                                   path=os.path.join(mdir, "validation.jsonl"))
+
+
+def _drill(config, recipe_name, tok, workdir):
+  """Left-padded short-context drill arrays (agents/gencoord/learned/drill.py), or None when
+  `train.drill.clusters_per_template` is 0; its rows go to data/<recipe>_drill.jsonl."""
+  n = config.train.drill.clusters_per_template
+  if not n:
+    return None
+  if recipe_name != "direct_dsl":
+    raise ValueError(f"train.drill drills Direct Short DSL senders; recipe {recipe_name!r} "
+                     "would learn another surface's targets from it (set "
+                     "train.drill.clusters_per_template=0)")
+  rows = drill.drill_rows(n)
+  write_jsonl(os.path.join(workdir, "data", f"{recipe_name}_drill.jsonl"),
+              [drill.drill_record(r) for r in rows], sort_keys=True)
+  return sft_batches.left_padded(chat_rows.encode_rows(tok, drill.drill_pairs(rows)),
+                                 tok.pad_token_id or 0)
 
 
 def _run_condition(spec, recipe, eps, policy, seed, horizon, tokens):
@@ -199,9 +217,12 @@ def run(config, workdir):
       rows, groups = _batching(config, rows_by_recipe[n])
       arrays = sft_batches.left_padded(
           chat_rows.encode_rows(tok, chat.sft_pairs(rows, recipe.surface)), tok.pad_token_id or 0)
-      stopping = _early_stopping(config, n, tok, mdir, arrays["input_ids"].shape[0])
+      drill_arrays = _drill(config, n, tok, workdir)
+      stopping = _early_stopping(config, n, tok, mdir, arrays["input_ids"].shape[0],
+                                 sources=1 if drill_arrays is None else 2)
       model, mcfg, rep = train.train_sft(arrays, tok, config, mdir, seed, tag=f"sft/{n}/s{seed}",
-                                         early_stopping=stopping, groups=groups)
+                                         early_stopping=stopping, groups=groups,
+                                         drill=drill_arrays)
       if stopping:
         rep["validation"] = validation.history(stopping.path)
       rep.update(seq_len=int(arrays["input_ids"].shape[1]),

@@ -10,6 +10,7 @@ one sees. Two layouts:
                                 permutation cut into full batches (the ragged tail is dropped)
   length_grouped_batches        rows of very different lengths: right-padded batches drawn with
                                 replacement from one power-of-two length bucket at a time
+  interleave                    several sources taking turns, one batch each per round
 """
 from typing import Callable, Sequence
 
@@ -104,6 +105,23 @@ def epoch_batches(arrays: dict, batch: int, seed: int, groups=None) -> BatchSour
     idx = orders[epoch][k * batch:(k + 1) * batch]
     return {key: arrays[key][idx] for key in KEYS}
   return batch_at
+
+
+def interleave(sources: Sequence[BatchSource]) -> BatchSource:
+  """batch_at(step): source `step % n`'s batch number `step // n`, for n sources in turn (e.g.
+  full-context rows and a cheap short-context drill of the same task, each with its own batch
+  size and padded length: the step compiles once per shape). Each source's batches depend only on
+  their own index, so a resumed run still replays the uninterrupted stream.
+
+  Args:
+    sources: batch sources (`epoch_batches`, `length_grouped_batches`, ...), at least one.
+  Returns:
+    batch_at(step) -> the batch of source `step % len(sources)`.
+  """
+  if not sources:
+    raise ValueError("interleave needs at least one batch source")
+  n = len(sources)
+  return lambda step: sources[step % n](step // n)
 
 
 def bucket_lengths(lengths: Sequence[int], minimum: int = 64, multiple: int = 0) -> list[int]:

@@ -41,17 +41,23 @@ _ORDER = ("prior", "structure", "observation", "history", "incoming", "stage", "
           "task")
 
 
-def user_message(ctx: LocalContext) -> str:
-  """`prompt.render(ctx)` with its sections in `_ORDER` (same lines, same content)."""
+# The sections of a short-context drill row (agents/gencoord/learned/drill.py): the agent's own
+# facts and its task, without the template's prior and structure lines (and no system prompt).
+OWN_SECTIONS = ("observation", "history", "incoming", "stage", "agent", "peer", "task")
+
+
+def user_message(ctx: LocalContext, keep: tuple = _ORDER) -> str:
+  """`prompt.render(ctx)` with its sections in `_ORDER` (same lines, same content); only the
+  sections named in `keep` (all by default)."""
   rank = {k: i for i, k in enumerate(_ORDER)}
   sections: list = []
   for line in prompt.render(ctx).split("\n"):
     key = line.split(":", 1)[0].split("[", 1)[0]
     if key in rank:
-      sections.append((rank[key], len(sections), [line]))
+      sections.append((rank[key], len(sections), [line], key in keep))
     else:                       # continuation of a multi-line value (a two-line DSL history)
       sections[-1][2].append(line)
-  ordered = ["\n".join(lines) for _, _, lines in sorted(sections)]
+  ordered = ["\n".join(lines) for _, _, lines, kept in sorted(sections) if kept]
   # "agent: agent_a" -> "agent=agent_a": one pre-token, so who decides (and for whom) is a
   # single token the model can read directly instead of a two-token pattern.
   return "\n".join(line.replace(": ", "=", 1) if line.split(":", 1)[0] in _IDENTITY else line
@@ -62,6 +68,12 @@ def messages(ctx: LocalContext, surface: str = "dsl") -> list[dict]:
   """The conversation a learned policy answers for one local context."""
   return [{"role": "system", "content": system_prompt(surface)},
           {"role": "user", "content": user_message(ctx)}]
+
+
+def own_messages(ctx: LocalContext) -> list[dict]:
+  """The agent's own sections only (`OWN_SECTIONS`), no system prompt: the input of a
+  short-context drill row. Never a policy's input (policies read `messages`)."""
+  return [{"role": "user", "content": user_message(ctx, OWN_SECTIONS)}]
 
 
 def sft_pairs(rows, surface: str = "dsl") -> list[tuple[list[dict], str]]:

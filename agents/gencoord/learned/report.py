@@ -193,8 +193,8 @@ def write(config, workdir, rows, specs, eps, train_reports, timing, throughput, 
     writer.add_scalar(f"eval/{r['condition']}/success", r["success_%"], 0)
   debug = config.debug
   figures = _plots(workdir, train_reports, rows_by, specs, timing, debug)
-  train_table = [{"model": k, **{f: v[f] for f in ("rows", "epochs", "batch", "steps",
-                                                    "train_tokens", "params", "seq_len",
+  train_table = [{"model": k, **{f: v[f] for f in ("rows", "drill_rows", "epochs", "batch",
+                                                    "steps", "train_tokens", "params", "seq_len",
                                                     "mean_prompt_tokens", "mean_target_tokens")},
                   "budget_steps": v.get("budget_steps", v["steps"]),
                   "final_loss": v["history"][-1][1] if v["history"] else float("nan"),

@@ -20,7 +20,7 @@ from lib.train import optim, setup as train_loop
 
 
 def train_sft(arrays: dict, tokenizer, config, workdir: str, seed: int, tag: str = "sft",
-              early_stopping=None, groups=None):
+              early_stopping=None, groups=None, drill=None):
   """Trains `config.model` on `arrays` (`lib.sft.chat_rows.encode_rows`, left-padded).
 
   Args:
@@ -33,29 +33,38 @@ def train_sft(arrays: dict, tokenizer, config, workdir: str, seed: int, tag: str
     early_stopping: an `agents.gencoord.learned.validation.EarlyStopping`, or None (train the
       whole budget).
     groups: optional group id per row (`sft_rows.contrast_groups`): batches of whole groups.
+    drill: optional left-padded arrays of short-context drill rows (agents/gencoord/learned/
+      drill.py): every other step is a drill batch of `train.drill.batch` rows, so the budget
+      is twice `train.epochs` epochs' steps of `arrays`.
   Returns:
     (model, model_config, report); report: steps, rows, epochs, batch, train_tokens (prompt +
     target + EOS occurrences), wall_s, cpu_s, history [(step, loss)], resumed_from, params.
   """
   c = config.train
   n = arrays["input_ids"].shape[0]
-  total = sft_batches.steps_per_epoch(n, c.batch) * c.epochs
+  sources = [sft_batches.epoch_batches(arrays, c.batch, seed, groups)]
+  window = arrays["target_window"]
+  if drill is not None:
+    sources.append(sft_batches.epoch_batches(drill, c.drill.batch, seed))
+    window = max(window, drill["target_window"])
+  total = sft_batches.steps_per_epoch(n, c.batch) * c.epochs * len(sources)
   tx = optim.adamw(lr=c.lr, total_steps=total, warmup_frac=c.warmup_frac,
                    weight_decay=c.weight_decay, clip_norm=c.clip_norm)
   # config.mesh (scale=paper): the state in FSDP shards over its devices
   model, apply_fn, state, mesh, state_sh = train_loop.setup(config, tx, seed, tokenizer=tokenizer)
   settings = sft_loop.SFTConfig(
-      target_window=arrays["target_window"], log_every=c.log_every, ckpt_every=c.ckpt_every,
+      target_window=window, log_every=c.log_every, ckpt_every=c.ckpt_every,
       max_to_keep=2, prefix=f"{tag}/", accum_steps=c.accum_steps,
       validate_every=early_stopping.every if early_stopping else 0)
   run = sft_loop.train(apply_fn, state, tx,
-                       sft_batches.epoch_batches(arrays, c.batch, seed, groups), total, workdir,
+                       sft_batches.interleave(sources), total, workdir,
                        settings, mesh=mesh, state_sharding=state_sh,
                        validate=early_stopping and early_stopping.bind(apply_fn))
   nnx.update(model, run.state.params)
   report = {"steps": run.steps, "budget_steps": total, "rows": n,
             "epochs": round(run.steps * c.epochs / total, 2),     # trained, not the budget
             "batch": c.batch, "stopped_early": run.steps < total,
+            "drill_rows": 0 if drill is None else int(drill["input_ids"].shape[0]),
             "train_tokens": run.train_tokens, "wall_s": run.wall_s, "cpu_s": run.cpu_s,
             "history": run.history, "resumed_from": run.resumed_from,
             "params": int(sum(np.size(x) for x in jax.tree.leaves(run.state.params)))}

@@ -134,3 +134,15 @@ def test_an_item_is_one_token_wherever_it_occurs(tok):
   assert len(item) == 1
   for text in texts:
     assert item[0] in tok.encode(text, add_special_tokens=False), text
+
+
+def test_own_messages_keep_only_the_agents_own_sections(rows):
+  """The short-context drill prompt: no system prompt, no prior or structure; the observation
+  and what follows it are the full prompt's own lines, in the same order, at its end."""
+  for r in rows[:4]:
+    full = chat.messages(r.context)[1]["content"]
+    own = chat.own_messages(r.context)
+    assert [m["role"] for m in own] == ["user"]
+    text = own[0]["content"]
+    assert "structure:" not in text and "prior:" not in text and "observation:" in text
+    assert full.endswith(text) and len(text) < len(full) / 2

@@ -1,4 +1,5 @@
-"""SFT of a tiny commitment model: the loss falls, and an interrupted run resumes exactly."""
+"""SFT of a tiny commitment model: the loss falls, an interrupted run resumes exactly, and a
+short-context drill interleaves with the full rows."""
 import shutil
 
 import jax
@@ -7,7 +8,7 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from agents.gencoord.learned import chat, tokenizer as dsl_tokenizer, train
+from agents.gencoord.learned import chat, drill, tokenizer as dsl_tokenizer, train
 from agents.gencoord.learned import training_recipes as recipes
 from lib.run.config_blocks import model_block
 from lib.sft import batches as sft_batches, chat_rows
@@ -65,3 +66,23 @@ def test_micro_batches_give_the_whole_batch_update(setup, tmp_path):
                              rtol=1e-5)
   for a, b in zip(_params(whole), _params(micro)):
     np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-5)
+
+
+def test_training_interleaves_full_and_drill_batches(setup, tmp_path):
+  """train_sft(drill=...): a short-context drill batch after every full batch (twice the steps),
+  every token of both streams counted."""
+  tok, arrays = setup
+  drows = drill.drill_rows(4)[:40]
+  darr = sft_batches.left_padded(chat_rows.encode_rows(tok, drill.drill_pairs(drows)),
+                                 tok.pad_token_id or 0)
+  assert darr["input_ids"].shape[1] < 0.6 * arrays["input_ids"].shape[1]   # no system, structure
+  cfg = _config(epochs=2)
+  cfg.train.drill = dict(clusters_per_template=4, batch=20)
+  _, _, rep = train.train_sft(arrays, tok, cfg, str(tmp_path / "run"), seed=0, drill=darr)
+  # 2 full batches per epoch x 2 epochs, each followed by one drill batch of 20
+  assert rep["steps"] == rep["budget_steps"] == 8 and rep["epochs"] == 2
+  assert rep["drill_rows"] == 40
+  want = 2 * int(arrays["attention_mask"].sum()) + sum(
+      int(sft_batches.epoch_batches(darr, 20, 0)(k)["attention_mask"].sum()) for k in range(4))
+  assert rep["train_tokens"] == want
+  assert np.isfinite(rep["history"][-1][1])

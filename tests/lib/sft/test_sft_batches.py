@@ -119,3 +119,18 @@ def test_bucket_and_longest_padded_lengths_are_what_the_batches_pad_to():
   draw = sft_batches.length_grouped([300, 48], multiple=128)
   lengths = {draw(1, np.random.default_rng(s))[1] for s in range(20)}
   assert lengths == set(sft_batches.bucket_lengths([300, 48], multiple=128)) == {384, 128}
+
+
+def test_interleave_takes_turns_and_replays_each_source_by_its_own_index():
+  long = sft_batches.left_padded(_examples(16, seed=1), pad_id=0)
+  short = sft_batches.left_padded([(p[:3], t) for p, t in _examples(40, seed=2)], pad_id=0)
+  a, b = sft_batches.epoch_batches(long, 8, seed=0), sft_batches.epoch_batches(short, 20, seed=0)
+  mixed = sft_batches.interleave([a, b])
+  for step in range(8):
+    want = (a if step % 2 == 0 else b)(step // 2)
+    got = mixed(step)
+    assert got["input_ids"].shape == want["input_ids"].shape
+    np.testing.assert_array_equal(got["input_ids"], want["input_ids"])
+  assert mixed(0)["input_ids"].shape[0] == 8 and mixed(1)["input_ids"].shape[0] == 20
+  with pytest.raises(ValueError):
+    sft_batches.interleave([])

@@ -1,0 +1,50 @@
+"""The short-context sender drill: cheap extra rows that teach the sender's obtain quantity.
+
+A from-scratch model learns every receiver row of the quickstart and fails the sender's `q` on new
+instances: `q` is k * p - held (goal count times the per-order need, minus what the agent holds of
+that item), and the 1,920 rows hold too few distinct examples of it (`configs/gencoord/sender_probe.py`
+needs ~10x as many). The full rows are ~370 tokens, most of them the system prompt and the
+template's structure, which are the same for every world of a template, so more worlds at full
+length cost proportionally more.
+
+A drill row is a sender_initial row of another training world, prompted with only the agent's own
+sections (`chat.OWN_SECTIONS`: observation, stage, identities, task; no system prompt, prior or
+structure), with the row's unchanged target: ~110 tokens. Its worlds come from the same `train`
+suite, so every drill view lies on the train side of the view space (`facts.view_side`): no
+validation or evaluation instance is ever drilled. The answer's tokens sit at the same distance
+from the observation as in a full row, so a relative-position model reads the holding the same way
+in both. Training interleaves one batch of full rows with one drill batch
+(`lib.sft.batches.interleave`); evaluation and validation read full prompts only.
+"""
+import hashlib
+import json
+
+from agents.gencoord import data, suites
+from agents.gencoord.learned import chat
+
+
+def drill_rows(clusters_per_template: int) -> list:
+  """sender_initial Direct Short DSL rows of the `train` suite at `clusters_per_template`.
+
+  Args:
+    clusters_per_template: forward training clusters per template (even, at most
+      suites.TRAIN_PER_TEMPLATE_MAX); the first 60 are the quickstart's own worlds.
+  Returns:
+    `agents.gencoord.data.Row`s of stage sender_initial, both role views of every cluster.
+  """
+  eps = suites.suite("train", per_template=clusters_per_template)
+  return [r for r in data.forward_rows(eps, "dsl") if r.stage == "sender_initial"]
+
+
+def drill_pairs(rows) -> list[tuple[list[dict], str]]:
+  """Drill rows -> (short-context messages, target) pairs for `lib.sft.chat_rows.encode_rows`."""
+  return [(chat.own_messages(r.context), r.target) for r in rows]
+
+
+def drill_record(row) -> dict:
+  """A drill row as written to JSONL: its record with the short prompt it trains on and that
+  prompt's sha256 (over `json.dumps(messages, sort_keys=True)`, as split_audit hashes inputs)."""
+  messages = chat.own_messages(row.context)
+  text = json.dumps(messages, sort_keys=True)
+  return {**row.to_json(), "prompt": messages[0]["content"],
+          "prompt_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()}

@@ -5,9 +5,10 @@ python launch.py --config=configs/quickstart.py:debug=True --workdir=runs/quicks
 python launch.py --config=configs/quickstart.py:seed=3 --workdir=runs/quickstart_s3
 python launch.py --config=configs/quickstart.py:constrained=True --workdir=runs/quickstart_c
 
-Writes the 1,920 validated supervision rows, trains a byte-level BPE on them, trains a tiny
-Qwen3 (2 layers, d=128) with target-only SFT (contrast batches of 8, at most 20 epochs, stopped
-on the validation split), then runs the 128 held-out semantic clusters (both role views) closed
+Writes the 1,920 validated supervision rows (and 15,360 short-context sender drill rows), trains
+a byte-level BPE on them, trains a tiny Qwen3 (2 layers, d=128) with target-only SFT (contrast
+batches of 8, each followed by a drill batch of 32, at most 20 epochs, stopped on the validation
+split), then runs the 128 held-out semantic clusters (both role views) closed
 loop in the simulated Minecraft workcell with batched greedy decoding.
 summary.md: success with cluster-bootstrap CI and Clopper-Pearson, raw validity, calls, tokens,
 wire bytes, warm batch-1 TTC p50/p95, batched episodes/s; PNG plots; TensorBoard under tb/.
@@ -51,6 +52,12 @@ def get_config(arg=None):
   # worlds' facts: log every step there.
   c.train.log_every = 1 if arg.debug else c.train.log_every
   c.max_rows = 480 if arg.debug else 0
+  # The short-context sender drill (agents/gencoord/learned/drill.py): the sender rows of all 960
+  # training worlds per template with the agent's own sections only (~107 tokens against ~370
+  # for a full row), a batch of 32 of them after every batch of 8 full rows. Without it the
+  # model fits its training rows but writes the wrong obtain quantity (need - holding) on most
+  # new instances (configs/gencoord/README.md, "Looking for a recipe").
+  c.train.drill.clusters_per_template = 20 if arg.debug else 960   # suites.TRAIN_PER_TEMPLATE_MAX
   c.eval.conditions = [dict(name="dsl", recipe="direct_dsl")]
   if arg.constrained:   # the same model again, its commitments decoded under the Short DSL regex
     c.eval.conditions.append(dict(name="dsl_constrained", recipe="direct_dsl", constrained=True))

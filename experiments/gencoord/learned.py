@@ -141,11 +141,7 @@ def _drill(config, recipe_name, tok, workdir):
   n = config.train.drill.clusters_per_template
   if not n:
     return None
-  if recipe_name != "direct_dsl":
-    raise ValueError(f"train.drill drills Direct Short DSL senders; recipe {recipe_name!r} "
-                     "would learn another surface's targets from it (set "
-                     "train.drill.clusters_per_template=0)")
-  rows = drill.drill_rows(n)
+  rows = drill.drill_rows(n, recipe_name)
   write_jsonl(os.path.join(workdir, "data", f"{recipe_name}_drill.jsonl"),
               [drill.drill_record(r) for r in rows], sort_keys=True)
   return sft_batches.left_padded(chat_rows.encode_rows(tok, drill.drill_pairs(rows)),

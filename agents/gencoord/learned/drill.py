@@ -7,8 +7,8 @@ needs ~10x as many). The full rows are ~370 tokens, most of them the system prom
 template's structure, which are the same for every world of a template, so more worlds at full
 length cost proportionally more.
 
-A drill row is a sender_initial row of another training world, prompted with only the agent's own
-sections (`chat.OWN_SECTIONS`: observation, stage, identities, task; no system prompt, prior or
+A drill row is a sender row of another training world (on the recipe's own surface), prompted
+with only the agent's own sections (`chat.OWN_SECTIONS`: observation, stage, identities, task; no system prompt, prior or
 structure), with the row's unchanged target: ~110 tokens. Its worlds come from the same `train`
 suite, so every drill view lies on the train side of the view space (`facts.view_side`): no
 validation or evaluation instance is ever drilled. The answer's tokens sit at the same distance
@@ -19,21 +19,28 @@ in both. Training interleaves one batch of full rows with one drill batch
 import hashlib
 import json
 
-from agents.gencoord import data, suites
-from agents.gencoord.learned import chat
+from agents.gencoord.learned import chat, training_recipes
 
 
-def drill_rows(clusters_per_template: int) -> list:
-  """sender_initial Direct Short DSL rows of the `train` suite at `clusters_per_template`.
+def drill_rows(clusters_per_template: int, recipe_name: str = "direct_dsl") -> list:
+  """The sender-side rows of a forward training recipe on the `train` suite at
+  `clusters_per_template` (every stage the sender decides: sender_initial, and where the recipe
+  has them sender_after_obtain or the free-form dialogue's sender_intent), on its own surface.
 
   Args:
     clusters_per_template: forward training clusters per template (even, at most
       suites.TRAIN_PER_TEMPLATE_MAX); the first 60 are the quickstart's own worlds.
+    recipe_name: a training recipe whose train suite is `train` (ValueError otherwise: the
+      Goal x Capability and composition recipes train on other pools).
   Returns:
-    `agents.gencoord.data.Row`s of stage sender_initial, both role views of every cluster.
+    `agents.gencoord.data.Row`s of the sender stages, both role views of every cluster.
   """
-  eps = suites.suite("train", per_template=clusters_per_template)
-  return [r for r in data.forward_rows(eps, "dsl") if r.stage == "sender_initial"]
+  recipe = training_recipes.get(recipe_name)
+  if recipe.train_suite != "train":
+    raise ValueError(f"train.drill: recipe {recipe_name!r} trains on {recipe.train_suite!r}, "
+                     "not on the forward `train` worlds the drill draws (set "
+                     "train.drill.clusters_per_template=0)")
+  return [r for r in recipe.rows(clusters_per_template) if r.stage.startswith("sender")]
 
 
 def drill_pairs(rows) -> list[tuple[list[dict], str]]:

@@ -2,6 +2,8 @@
 test_learned_train.py)."""
 import json
 
+import pytest
+
 from agents.gencoord import data, facts, suites
 from agents.gencoord.learned import chat, drill
 
@@ -26,3 +28,14 @@ def test_drill_record_hashes_the_short_prompt():
   assert rec["prompt"] == chat.own_messages(r.context)[0]["content"]
   assert rec["target"] == r.target and len(rec["prompt_sha256"]) == 64
   assert json.loads(json.dumps(rec)) == rec
+
+
+def test_other_surfaces_drill_their_own_sender_targets():
+  json_rows = drill.drill_rows(2, "json")
+  dsl_rows = drill.drill_rows(2)
+  assert [r.episode_id for r in json_rows] == [r.episode_id for r in dsl_rows]
+  assert all(r.surface == "json" and r.target.lstrip().startswith("{") for r in json_rows)
+  single = drill.drill_rows(2, "single_step")
+  assert {r.stage for r in single} == {"sender_initial", "sender_after_obtain"}
+  with pytest.raises(ValueError, match="capability_train"):
+    drill.drill_rows(2, "requester")

@@ -48,10 +48,15 @@ def drill_pairs(rows) -> list[tuple[list[dict], str]]:
   return [(chat.own_messages(r.context), r.target) for r in rows]
 
 
+def drill_sha256(row) -> str:
+  """sha256 of the short prompt a drill row trains on (over `json.dumps(messages,
+  sort_keys=True)`, as split_audit hashes a policy's inputs)."""
+  text = json.dumps(chat.own_messages(row.context), sort_keys=True)
+  return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def drill_record(row) -> dict:
   """A drill row as written to JSONL: its record with the short prompt it trains on and that
-  prompt's sha256 (over `json.dumps(messages, sort_keys=True)`, as split_audit hashes inputs)."""
-  messages = chat.own_messages(row.context)
-  text = json.dumps(messages, sort_keys=True)
-  return {**row.to_json(), "prompt": messages[0]["content"],
-          "prompt_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()}
+  prompt's sha256 (`drill_sha256`)."""
+  return {**row.to_json(), "prompt": chat.own_messages(row.context)[0]["content"],
+          "prompt_sha256": drill_sha256(row)}

@@ -214,7 +214,8 @@ def write(config, workdir, rows, specs, eps, train_reports, timing, throughput, 
               "\n\n" + markdown_table(validation_rows))
   select = config.train.select or {}   # None: no validation split (configs set it)
   splits = split_audit.split_table(list(config.recipes), config.eval.suite, select.get("split"),
-                                   config.train_clusters_per_template)
+                                   config.train_clusters_per_template,
+                                   config.train.drill.clusters_per_template)
   notes += ("\n## Data splits (prompts as the model reads them; `*_in_train`: also in the "
             "recipe's training rows)\n\n" + markdown_table(splits))
   if paired:

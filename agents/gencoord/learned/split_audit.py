@@ -23,7 +23,7 @@ import json
 
 from agents.gencoord import capability, data, episode as E, protocol, suites, templates
 from agents.gencoord.dsl import Proposal, parse, request_line
-from agents.gencoord.learned import chat, training_recipes
+from agents.gencoord.learned import chat, drill, training_recipes
 
 # Every evaluation pool a GenCoord study runs (visibility under each of its three views).
 EVAL_POOLS = ("heldout", "intervention", "heldout_template", "cross_product", "capability",
@@ -103,7 +103,7 @@ def _stats(split: str, prompts: list, targets: list, train_prompts: set,
 
 
 def split_table(recipes, eval_suite: str, validation_split: str | None = None,
-                train_per_template: int | None = None) -> list:
+                train_per_template: int | None = None, drill_per_template: int = 0) -> list:
   """Per recipe: its training rows, the validation split and the evaluation suite.
 
   Args:
@@ -111,6 +111,8 @@ def split_table(recipes, eval_suite: str, validation_split: str | None = None,
     eval_suite: the suite the closed loop evaluates.
     validation_split: the forward split the stop rule reads (None: none).
     train_per_template: the run's forward training clusters per template (None: 60).
+    drill_per_template: the run's sender-drill worlds per template (0: no drill); its rows are
+      a `drill` split and count as training rows in the overlap columns.
   Returns:
     One row per (recipe, split): rows, distinct prompts, distinct targets, prompts and targets
     that also occur in the recipe's training rows (prompts hashed on the recipe's surface;
@@ -123,6 +125,12 @@ def split_table(recipes, eval_suite: str, validation_split: str | None = None,
     tp, tt = [row_sha256(r) for r in train], [r.target for r in train]
     out.append({"recipe": name, **_stats("train", tp, tt, set(), set())})
     out[-1]["prompts_in_train"] = out[-1]["targets_in_train"] = "-"
+    if drill_per_template:
+      drows = drill.drill_rows(drill_per_template, name)
+      dp, dt = [drill.drill_sha256(r) for r in drows], [r.target for r in drows]
+      out.append({"recipe": name, **_stats("drill", dp, dt, set(), set())})
+      out[-1]["prompts_in_train"] = out[-1]["targets_in_train"] = "-"
+      tp, tt = tp + dp, tt + dt
     splits = [s for s in (validation_split, eval_suite) if s]
     for split in splits:
       eps = suites.suite(split)

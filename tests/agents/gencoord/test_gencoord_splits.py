@@ -132,6 +132,12 @@ def test_split_table_reports_zero_shared_prompts():
   assert by["intervention"]["rows"] == 640 and by["heldout"]["rows"] == 512
   assert by["intervention"]["prompts_in_train"] == by["heldout"]["prompts_in_train"] == 0
   assert by["heldout"]["distinct_prompts"] >= 480
+  # with a sender drill its rows are a split of their own and count as training inputs
+  drilled = {r["split"]: r for r in split_audit.split_table(
+      ["direct_dsl"], "heldout", "intervention", drill_per_template=8)}
+  assert drilled["drill"]["rows"] == 8 * 8 * 2 and drilled["drill"]["distinct_prompts"] > 100
+  assert drilled["heldout"]["prompts_in_train"] == 0
+  assert drilled["heldout"]["targets_in_train"] >= by["heldout"]["targets_in_train"]
 
 
 def test_a_wider_training_pool_keeps_the_papers_worlds_and_the_evaluation_pools_disjoint():

@@ -10,9 +10,9 @@ Every caller (experiments/train_sft.py, GenCoord learned training, ConPAct-R/S, 
 brings its own rows and batch layout; the loop owns the step (`lib.sft.step.make_sft_step`,
 optionally answer-window and on a data x fsdp mesh), resuming from the latest `lib.train.checkpoint`
 under <workdir>/<ckpt_subdir> (the batch of step t depends only on t, so a resumed run equals an
-uninterrupted one), TensorBoard scalars (`<prefix>loss`, `grad_norm`, `target_tokens`,
-`train_tokens`, `tokens_seen`, `tokens_per_s`, `lr`, `eval_loss`) every `log_every` steps, and a
-tqdm bar (loss, tokens/s; silent when stderr is not a terminal).
+uninterrupted one), TensorBoard scalars (`<prefix>loss`, the mean over the steps since the last
+log; `grad_norm`, `target_tokens`, `train_tokens`, `tokens_seen`, `tokens_per_s`, `lr`,
+`eval_loss`, of the log step) every `log_every` steps, and a tqdm bar (loss, tokens/s; silent when stderr is not a terminal).
 """
 import dataclasses
 import time
@@ -38,7 +38,7 @@ from lib.train.state import ApplyFn, TrainState
 class SFTRun:
   """What a call to `train` leaves: the final state and the run's account (all sessions).
 
-  history: (step, loss) at every logged step since step 0; losses: every step's loss of this
+  history: (step, mean loss since the previous log) at every logged step since step 0; losses: every step's loss of this
   session only; train_tokens: attention tokens (prompt + target + EOS) of every step so far.
   """
   state: TrainState
@@ -152,10 +152,15 @@ def train(apply_fn: ApplyFn, state: TrainState, tx: optax.GradientTransformation
     bar.update(1)
     done = it + 1
     if done % log_every == 0 or done == steps:
-      losses += [float(x) for x in pending]
+      window = [float(x) for x in pending]
+      losses += window
       pending = []
       now = time.perf_counter()
       metrics = {k: float(v) for k, v in m.items()}
+      # The mean over the steps since the last log, not the log step's own loss: with
+      # interleaved batch sources (lib.sft.batches.interleave) the log step would always be a
+      # batch of the same source.
+      metrics["loss"] = sum(window) / len(window)
       metrics.update(tokens_seen=tokens,
                      tokens_per_s=(tokens - window_tokens) / max(now - window_t, 1e-9))
       if lr_schedule is not None:

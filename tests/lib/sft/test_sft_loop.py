@@ -32,13 +32,13 @@ def arrays():
 
 
 def _run(workdir, arrays, steps=8, ckpt_every=4, start_fresh=False, validate=None,
-         validate_every=0):
+         validate_every=0, log_every=1):
   model, _, _ = model_setup.build_model(config_blocks.model_block(overrides=SMALL), seed=0)
   apply_fn, params = nnx_apply_fn(model)
   tx = optim.adamw(lr=1e-2, total_steps=steps, warmup_frac=0.0)
   evaluate = jax.jit(sft.make_sft_eval(apply_fn))
   held_out = {k: arrays[k] for k in sft_batches.KEYS}
-  settings = sft_loop.SFTConfig(target_window=arrays["target_window"], log_every=1,
+  settings = sft_loop.SFTConfig(target_window=arrays["target_window"], log_every=log_every,
                                 ckpt_every=ckpt_every, start_fresh=start_fresh,
                                 validate_every=validate_every)
   return sft_loop.train(apply_fn, TrainState.create(params, tx), tx,
@@ -54,6 +54,14 @@ def test_loss_falls_and_tokens_are_counted(arrays, tmp_path):
   assert run.last_eval_loss < 0.8 * run.first_eval_loss, (run.first_eval_loss, run.last_eval_loss)
   assert run.train_tokens == int(arrays["attention_mask"].sum()) * 3     # 4 steps an epoch
   assert int(run.state.step) == 12 and (tmp_path / "tb").is_dir()
+
+
+def test_logged_loss_is_the_mean_since_the_previous_log(arrays, tmp_path):
+  """With interleaved sources a log step's own loss would always be one source's batch."""
+  run = _run(tmp_path, arrays, steps=8, ckpt_every=8, log_every=4)
+  assert [s for s, _ in run.history] == [4, 8] and len(run.losses) == 8
+  for (_, logged), window in zip(run.history, (run.losses[:4], run.losses[4:])):
+    assert logged == pytest.approx(sum(window) / 4) and logged != pytest.approx(window[-1])
 
 
 def test_resume_gives_identical_params(arrays, tmp_path):

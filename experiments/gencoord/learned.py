@@ -205,6 +205,7 @@ def run(config, workdir):
   pools = {s.get("view"): _episodes(config, s.get("view")) for s in specs}
   log = ResultsLog(workdir, key=("condition", "seed", "episode_id"))
   train_reports, timing, throughput = {}, {}, {}
+  drills = {n: _drill(config, n, tok, workdir) for n in names}   # the same for every seed
   for seed in config.seeds:
     models_ = {}
     for n in names:
@@ -213,7 +214,7 @@ def run(config, workdir):
       rows, groups = _batching(config, rows_by_recipe[n])
       arrays = sft_batches.left_padded(
           chat_rows.encode_rows(tok, chat.sft_pairs(rows, recipe.surface)), tok.pad_token_id or 0)
-      drill_arrays = _drill(config, n, tok, workdir)
+      drill_arrays = drills[n]
       stopping = _early_stopping(config, n, tok, mdir, arrays["input_ids"].shape[0],
                                  sources=1 if drill_arrays is None else 2)
       model, mcfg, rep = train.train_sft(arrays, tok, config, mdir, seed, tag=f"sft/{n}/s{seed}",

@@ -46,7 +46,7 @@ from lib.backends import factory
 from lib.parallel import distributed
 from lib.plan import memory_plan
 from lib.plan.launch_checks import LaunchError, check_input_paths, config_fields
-from lib.run import tb
+from lib.run import run_env, tb
 from lib.train.checkpoint import CheckpointError
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Config file, path[:key=value,...].")
@@ -291,6 +291,7 @@ def run_one(config, workdir: str):
   os.makedirs(workdir, exist_ok=True)
   with open(os.path.join(workdir, "config.json"), "w", encoding="utf-8") as f:
     f.write(config.to_json_best_effort(indent=2, sort_keys=True))
+  run_env.write(workdir)       # numerics settings and versions (what reuse of its models checks)
   tb.writer(workdir)
   run = registry.get(config.experiment)
   start = time.time()

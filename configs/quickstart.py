@@ -26,38 +26,8 @@ def get_config(arg=None):
   c.experiment = "gencoord/learned"
   c.title = "Quickstart: Direct Short DSL, tiny Qwen3 trained from scratch (held-out clusters)"
   c.seed = arg.seed
-  # From scratch a 0.5M-parameter model needs many more updates than the paper's fine-tune
-  # (2 epochs, 240 steps at batch 16, lr 1e-5). The budget is a ceiling (20 epochs at batch 8,
-  # 4,800 steps) and the stop is read off the validation split: the forward `intervention`
-  # clusters, scored by teacher-forced greedy exact match after every epoch; from epoch 6 on, the
-  # first epoch at which every validation cluster is exact ends training
-  # (agents/gencoord/learned/validation.py). The rule never looks at a held-out cluster, and no
-  # validation or held-out prompt is a training prompt (configs/gencoord/README.md).
-  c.train.epochs = 1 if arg.debug else 20
-  # Floats, so `--config.train.select.every_epochs=0.25` (a fraction of an epoch) parses.
-  c.train.select = dict(split="intervention", every_epochs=1.0,
-                        min_epochs=1.0 if arg.debug else 6.0, stop_at=1.0)
-  c.train.batch = 8
-  # Contrast batches: each batch of 8 holds 2 worlds, each with both bindings and both role
-  # views (rows whose prompts differ only there, agents/gencoord/learned/sft_rows
-  # .contrast_groups), so the push towards one binding or one peer from a row is cancelled by
-  # its partners in the same update.
-  c.train.batching = "contrast"
-  c.train.lr = 3e-3
-  # A checkpoint costs ~0.8 CPU-s here (orbax); every 480 steps (7 saves, not 56) still resumes
-  # a killed run within ~1 min of training, and changes nothing in the trained model.
-  c.train.ckpt_every = 60 if arg.debug else 480
-  # Validation runs on a log step. The debug subsample keeps only the rows of whole contrast
-  # groups, so its steps per epoch (the validation period) depend on the drawn rows and the
-  # worlds' facts: log every step there.
-  c.train.log_every = 1 if arg.debug else c.train.log_every
-  c.max_rows = 480 if arg.debug else 0
-  # The short-context sender drill (agents/gencoord/learned/drill.py): the sender rows of all 960
-  # training worlds per template with the agent's own sections only (~107 tokens against ~370
-  # for a full row), a batch of 32 of them after every batch of 8 full rows. Without it the
-  # model fits its training rows but writes the wrong obtain quantity (need - holding) on most
-  # new instances (configs/gencoord/README.md, "Looking for a recipe").
-  c.train.drill.clusters_per_template = 20 if arg.debug else 960   # suites.TRAIN_PER_TEMPLATE_MAX
+  # The training recipe (20-epoch ceiling, contrast batches, validation stop, sender drill)
+  # is every learned model's: configs/gencoord/learned_common.py.
   c.eval.conditions = [dict(name="dsl", recipe="direct_dsl")]
   if arg.constrained:   # the same model again, its commitments decoded under the Short DSL regex
     c.eval.conditions.append(dict(name="dsl_constrained", recipe="direct_dsl", constrained=True))

@@ -36,6 +36,8 @@ def test_smoke_run_writes_config_logs_results_summary_and_tb(launch, tmp_path):
   assert r.returncode == 0, r.stderr
   cfg = json.load(open(os.path.join(wd, "config.json")))
   assert cfg["seed"] == 3 and cfg["experiment"] == "smoke"
+  env = json.load(open(os.path.join(wd, "run_env.json")))      # numerics settings, versions
+  assert "XLA_FLAGS" in env["env"] and env["versions"]["jax"]
   assert os.path.getsize(os.path.join(wd, "log.txt")) > 0
   assert any(f.startswith("events.out.tfevents") for f in os.listdir(os.path.join(wd, "tb")))
   rows = open(os.path.join(wd, "results.jsonl")).read().splitlines()

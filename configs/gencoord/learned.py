@@ -25,6 +25,11 @@ _VIEWS = ("full", "skeleton", "node_only")
 _S5 = {"dsl": ((100, 0, 0), (100, 0, 0), (18.2, 0, 0)),
        "freeform": ((100, 0, 24.5), (97.4, 0, 16.7), (35.9, 0, 0.5)),
        "rule": ((100, 100, 100), (100, 46.9, 62.5), (100, 78.1, 100))}
+# Recipes trained on other pools than the forward `train` suite (Goal x Capability, seen
+# cross-products): no forward validation split to stop on, no sender drill (it draws forward
+# training worlds), and plain row permutations (half the requester rows and every cross-product
+# row lack a binding x role-view contrast partner).
+_NOT_FORWARD = dict(select=None, batching="rows", drill=dict(clusters_per_template=0))
 _STUDIES = {
     "representation": dict(
         recipes=["direct_dsl", "json", "freeform"], suite="heldout", reference="dsl",
@@ -43,7 +48,9 @@ _STUDIES = {
         recipes=["direct_dsl"], suite="intervention", reference="true",
         conditions=[dict(name=n, recipe="direct_dsl", condition=n)
                     for n in ("true", "removed", "alternative")],
-        paper={"true": "100%", "removed": "50%", "alternative": "0%"}),
+        paper={"true": "100%", "removed": "50%", "alternative": "0%"},
+        # Its clusters are the validation split, so no stop is read off them: the whole budget.
+        train=dict(select=None)),
     "horizon": dict(
         recipes=["direct_dsl", "single_step"], suite="heldout_template", reference="multi",
         conditions=[dict(name="multi", recipe="direct_dsl"),
@@ -56,11 +63,13 @@ _STUDIES = {
                     dict(name="counterfactual", recipe="requester", condition="counterfactual"),
                     dict(name="centralized", recipe="centralized", condition="centralized")],
         paper={"local": "50.0% [35, 65]", "correct": "100.0%", "counterfactual": "0.0%",
-               "centralized": "100.0%"}),
+               "centralized": "100.0%"},
+        train=dict(_NOT_FORWARD)),
     "composition": dict(
         recipes=["composition"], suite="cross_product", reference="dsl",
         conditions=[dict(name="dsl", recipe="composition")],
-        paper={"dsl": "60/60 (Direct Short DSL and explicit-factor composer)"}),
+        paper={"dsl": "60/60 (Direct Short DSL and explicit-factor composer)"},
+        train=dict(_NOT_FORWARD)),
     "visibility": dict(
         recipes=["direct_dsl", "freeform"], suite="visibility", reference="dsl/full",
         # Frozen train-suite (Full view) checkpoints evaluated under each view; the rule is
@@ -83,11 +92,13 @@ def get_config(arg=None):
   c.title = f"GenCoord learned backends: {arg.study}"
   c.seed = 0
   c.recipes = list(s["recipes"])
-  # The paper fine-tunes for 2 epochs at batch 16; from scratch the tiny model gets 5x the
-  # epochs at batch 8 (as the quickstart: 2,400 steps on 1,920 rows), the same for every recipe.
-  c.train.epochs = 1 if arg.debug else 10
-  c.train.batch = 8
-  c.max_rows = 480 if arg.debug else 0
+  # Every recipe trains as the quickstart does (configs/gencoord/learned_common.py), except
+  # where the study's pools rule a part of it out.
+  for key, value in s.get("train", {}).items():
+    if isinstance(value, dict):
+      c.train[key].update(value)
+    else:
+      c.train[key] = value
   c.eval.suite = s["suite"]
   c.eval.reference = s["reference"]
   c.eval.conditions = [dict(d) for d in s["conditions"]]
@@ -99,7 +110,10 @@ def get_config(arg=None):
   if paper_scale.check_scale(arg.scale):   # Qwen3.5-0.8B, paper batch 16, lr 1e-5, 2 epochs
     paper_scale.apply(c, "gencoord")
     # micro 4 x accumulation 4 (paper_scale.PRESETS["gencoord"]); the plan's micro-batch follows
-    c.train.update(batch=16, lr=1e-5, epochs=2)
+    # The paper's recipe: no validation stop, no drill, plain row permutations
+    c.train.update(batch=16, lr=1e-5, epochs=2, batching="rows")
+    c.train.select = None
+    c.train.drill.clusters_per_template = 0
     c.train.accum_steps = 4
     c.plan.rows = c.train.get_ref("batch")
     c.plan.micro_rows = c.train.get_ref("batch") // c.train.get_ref("accum_steps")

@@ -15,7 +15,7 @@ def base(arg) -> ml_collections.ConfigDict:
   c.debug = arg.debug
   c.seeds = list(range(arg.seeds))
   c.recipes = ["direct_dsl"]
-  c.max_rows = 0                       # 0: every supervision row (debug runs subsample)
+  c.max_rows = 480 if arg.debug else 0   # 0: every supervision row (debug runs subsample)
   # Forward training worlds: clusters per template of the `train` suite (the paper: 60, i.e.
   # 480 clusters, 1,920 Direct Short DSL rows; suites.TRAIN_PER_TEMPLATE_MAX at most).
   c.train_clusters_per_template = 60
@@ -23,21 +23,52 @@ def base(arg) -> ml_collections.ConfigDict:
   # number is one token; agents/gencoord/learned/tokenizer.py). A checkpoint brings its own.
   c.number_tokens = "digits"
   c.export_hf = True                   # final model + tokenizer in Hugging Face format
+  # Run directories whose models this run may copy instead of training, when they are provably
+  # the same model (same recipe rows, tokenizer, model/train config, seed and numerics:
+  # agents/gencoord/learned/reuse.py), e.g. `--config.reuse_models_from='("runs/quickstart",)'`.
+  c.reuse_models_from = ()
   # A tiny Qwen3 trained from scratch (vocabulary: a DSL-aware BPE of vocab_size trained on the
   # rows); `checkpoint` (a local HF dir) starts from a real model and its own tokenizer.
   c.model = model_block(preset="qwen3-tiny", vocab_size=1024, overrides=dict(
       hidden_size=128, intermediate_size=384, num_layers=2, num_heads=4, num_kv_heads=2,
       head_dim=32, tie_word_embeddings=True, max_position_embeddings=4096))
-  # Paper recipe: AdamW, cosine with 3% warm-up, weight decay 0.01, clip 1.0, effective batch
-  # 16, final-step checkpoint; lr raised for a from-scratch model, epochs as each config says.
-  # accum_steps: micro-batches per update (`batch` rows each update; the paper: micro 4 x 4).
-  c.train = dict(epochs=2, batch=16, lr=3e-3, warmup_frac=0.03, weight_decay=0.01,
-                 clip_norm=1.0, log_every=10, ckpt_every=60, batching="rows", accum_steps=1,
-                 select=None,          # early stopping on a validation split (the quickstart)
-                 # Short-context sender drill (agents/gencoord/learned/drill.py): sender rows of
-                 # this many training worlds per template, prompted with the agent's own
-                 # sections only, one batch of `batch` of them after every full batch (0: off).
-                 drill=dict(clusters_per_template=0, batch=32))
+  # The one recipe of every learned model (the quickstart's; configs/gencoord/README.md, "Why
+  # the recipe is what it is"). Paper optimizer: AdamW, cosine with 3% warm-up, weight decay
+  # 0.01, clip 1.0; lr raised for a from-scratch model. accum_steps: micro-batches per update.
+  # From scratch a 0.5M-parameter model needs many more updates than the paper's fine-tune
+  # (2 epochs, 240 steps at batch 16, lr 1e-5): the budget is a ceiling of 20 epochs at batch 8
+  # and the stop is read off the validation split (`select`, below).
+  c.train = dict(epochs=1 if arg.debug else 20, batch=8, lr=3e-3, warmup_frac=0.03,
+                 weight_decay=0.01, clip_norm=1.0, accum_steps=1,
+                 # Validation runs on a log step. The debug subsample keeps only the rows of
+                 # whole contrast groups, so its steps per epoch (the validation period) depend
+                 # on the drawn rows and the worlds' facts: log every step there.
+                 log_every=1 if arg.debug else 10,
+                 # A checkpoint costs ~0.8 CPU-s here (orbax); every 480 steps still resumes a
+                 # killed run within ~1 min of training, and changes nothing in the model.
+                 ckpt_every=60 if arg.debug else 480,
+                 # Contrast batches: each batch of 8 holds 2 worlds, each with both bindings and
+                 # both role views (rows whose prompts differ only there, agents/gencoord/
+                 # learned/sft_rows.contrast_groups), so the push towards one binding or one
+                 # peer from a row is cancelled by its partners in the same update.
+                 # "rows": each epoch a plain permutation of the rows.
+                 batching="contrast",
+                 # Early stopping on the validation split: the forward `intervention` clusters,
+                 # scored by teacher-forced greedy exact match after every epoch; from epoch 6 on,
+                 # the first epoch at which every validation cluster is exact ends training
+                 # (agents/gencoord/learned/validation.py). It never looks at a held-out
+                 # cluster. Floats, so `--config.train.select.every_epochs=0.25` parses. None:
+                 # train the whole budget.
+                 select=dict(split="intervention", every_epochs=1.0,
+                             min_epochs=1.0 if arg.debug else 6.0, stop_at=1.0),
+                 # The short-context sender drill (agents/gencoord/learned/drill.py): the sender
+                 # rows of this many training worlds per template (suites
+                 # .TRAIN_PER_TEMPLATE_MAX), prompted with the agent's own sections only (~107
+                 # tokens against ~370 for a full row), a batch of `batch` of them after every
+                 # full batch; 0: off. Without it the model fits its training rows but writes the
+                 # wrong obtain quantity (need - holding) on most new instances
+                 # (configs/gencoord/README.md, "Looking for a recipe").
+                 drill=dict(clusters_per_template=20 if arg.debug else 960, batch=32))
   c.mesh = dict(data=1, fsdp=1)        # FSDP over data x fsdp devices (agents/gencoord/learned/train)
   # `--plan`: one SFT step of `train.batch` rows. Rows are left-padded to the longest: 368 tokens
   # for the embedded recipes (freeform, with the three-recipe BPE; the quickstart's direct_dsl

@@ -1,11 +1,16 @@
 """GenCoord learned policies end to end: data -> tokenizer -> SFT -> closed-loop evaluation.
 
 For every training recipe in `config.recipes` (agents/gencoord/learned/training_recipes.py) and
-seed: write the validated supervision rows, train one byte-level BPE on all rows of the run (so
-token counts compare across surfaces), SFT a small Qwen3 (resumable; final-step checkpoint, exported
+seed: write the validated supervision rows, train a byte-level BPE on the recipe's rows
+(models/<recipe>/tokenizer, so a recipe's model does not depend on which other recipes share
+the run, and runs can reuse each other's models: `config.reuse_models_from`,
+agents/gencoord/learned/reuse.py), SFT a small Qwen3 (resumable; final-step checkpoint, exported
 in Hugging Face format under models/<recipe>/s<seed>/hf), then run every evaluation condition closed
-loop on `config.eval.suite` with batched greedy decoding through lib.generate.sampling. Rows go to
-results.jsonl keyed by (condition, seed, episode_id) so reruns skip finished work.
+loop on `config.eval.suite` with batched greedy decoding through lib.generate.sampling. Token
+counts in the results are taken under one counting BPE trained on all rows of the run
+(tokenizer/), so they compare across surfaces; a run from a real checkpoint uses its tokenizer for
+all of it. Rows go to results.jsonl keyed by (condition, seed, episode_id) so reruns skip
+finished work.
 
 Timing (first seed): TTC = wall time from the first model call of an episode to its last one
 (parse, check and resolution follow in microseconds), measured warm at batch 1 on
@@ -24,7 +29,8 @@ import numpy as np
 from absl import logging
 
 from agents.gencoord import data, metrics, protocol, suites
-from agents.gencoord.learned import chat, drill, report, sft_rows, tokenizer as dsl_tokenizer
+from agents.gencoord.learned import chat, drill, report, reuse, sft_rows
+from agents.gencoord.learned import tokenizer as dsl_tokenizer
 from agents.gencoord.learned import train
 from agents.gencoord.learned import policy as learned_policy
 from agents.gencoord.learned import split_audit, training_recipes, validation
@@ -100,11 +106,12 @@ def _batching(config, rows):
   return [rows[i] for i in keep], [groups[i] for i in keep]
 
 
-def _tokenizer(config, workdir, rows_by_recipe):
+def _tokenizer(config, path, rows_by_recipe):
+  """The BPE of these recipes' rows, trained into `path` (or loaded from it), or a real
+  checkpoint's own tokenizer."""
   own = model_setup.model_tokenizer(config.model.checkpoint)
   if own is not None:   # a real checkpoint (Qwen2/3/3.5 HF dir) brings its own vocabulary
     return own
-  path = os.path.join(workdir, "tokenizer")
   if os.path.exists(os.path.join(path, "tokenizer.json")):
     return load_tokenizer(path)
   texts = []
@@ -115,16 +122,16 @@ def _tokenizer(config, workdir, rows_by_recipe):
                                            config.number_tokens)
 
 
-def _early_stopping(config, recipe_name, tok, mdir, n_rows, sources: int = 1):
+def _early_stopping(config, recipe_name, tok, mdir, per_epoch: int, sources: int = 1):
   """The validation rule of `config.train.select` (None when the config sets none).
 
   select: split (a forward split other than heldout), every_epochs, min_epochs (either may be
-  a fraction of an epoch of the full rows; with `sources` interleaved batch sources an epoch
-  takes that many times its steps), stop_at (cluster exact match in [0, 1] that ends training)."""
+  a fraction of an epoch of the full rows, `per_epoch` batches; with `sources` interleaved batch
+  sources an epoch takes that many times its steps), stop_at (cluster exact match in [0, 1] that ends training)."""
   sel = config.train.select
   if not sel:
     return None
-  spe = sft_batches.steps_per_epoch(n_rows, config.train.batch) * sources
+  spe = per_epoch * sources
   vset = validation.build(recipe_name, tok, sel["split"])
   os.makedirs(mdir, exist_ok=True)
   log_every = config.train.log_every        # validation runs on a log step
@@ -196,16 +203,23 @@ def run(config, workdir):
     write_jsonl(os.path.join(workdir, "data", f"{n}.jsonl"),
                 [split_audit.row_record(r) for r in rows],
                 sort_keys=True)
-  tok = _tokenizer(config, workdir, rows_by_recipe)
+  counter = _tokenizer(config, os.path.join(workdir, "tokenizer"), rows_by_recipe)
+  toks = {n: _tokenizer(config, os.path.join(workdir, "models", n, "tokenizer"),
+                        {n: rows_by_recipe[n]}) for n in names}
   t_data = time.perf_counter() - t_start
-  logging.info("gencoord_learned: data + tokenizer (%d tokens) in %.1fs", len(tok), t_data)
+  vocab = ", ".join(f"{n} {len(t)}" for n, t in toks.items())
+  logging.info("gencoord_learned: data + tokenizers (%s tokens) in %.1fs", vocab, t_data)
+  resolved = json.loads(config.to_json_best_effort())
+  # One recipe (or a real checkpoint's vocabulary): the counting BPE is the model's own, and the
+  # counts are the model's.
+  count_with = counter if len(names) > 1 and not config.model.checkpoint else None
 
   eps = _episodes(config)
   specs = [dict(s) for s in config.eval.conditions]
   pools = {s.get("view"): _episodes(config, s.get("view")) for s in specs}
   log = ResultsLog(workdir, key=("condition", "seed", "episode_id"))
   train_reports, timing, throughput = {}, {}, {}
-  drills = {n: _drill(config, n, tok, workdir) for n in names}   # the same for every seed
+  drills = {n: _drill(config, n, toks[n], workdir) for n in names}   # the same for every seed
   for seed in config.seeds:
     models_ = {}
     for n in names:
@@ -213,21 +227,26 @@ def run(config, workdir):
       mdir = os.path.join(workdir, "models", n, f"s{seed}")
       rows, groups = _batching(config, rows_by_recipe[n])
       arrays = sft_batches.left_padded(
-          chat_rows.encode_rows(tok, chat.sft_pairs(rows, recipe.surface)), tok.pad_token_id or 0)
+          chat_rows.encode_rows(toks[n], chat.sft_pairs(rows, recipe.surface)),
+          toks[n].pad_token_id or 0)
       drill_arrays = drills[n]
-      stopping = _early_stopping(config, n, tok, mdir, arrays["input_ids"].shape[0],
+      per_epoch = sft_batches.steps_per_epoch(len(rows), config.train.batch, groups)
+      reused = reuse.adopt(resolved, workdir, config.reuse_models_from, n, seed,
+                           log=logging.info)
+      stopping = _early_stopping(config, n, toks[n], mdir, per_epoch,
                                  sources=1 if drill_arrays is None else 2)
-      model, mcfg, rep = train.train_sft(arrays, tok, config, mdir, seed, tag=f"sft/{n}/s{seed}",
+      model, mcfg, rep = train.train_sft(arrays, toks[n], config, mdir, seed,
+                                         tag=f"sft/{n}/s{seed}",
                                          early_stopping=stopping, groups=groups,
                                          drill=drill_arrays)
       if stopping:
         rep["validation"] = validation.history(stopping.path)
-      rep.update(seq_len=int(arrays["input_ids"].shape[1]),
+      rep.update(reused_from=reused, seq_len=int(arrays["input_ids"].shape[1]),
                  mean_prompt_tokens=float(arrays["prompt_len"].mean()),
                  mean_target_tokens=float(arrays["target_len"].mean()))
       train_reports[f"{n}/s{seed}"] = rep
       if config.export_hf:
-        lib_models.save_pretrained(model, mcfg, os.path.join(mdir, "hf"), tokenizer=tok)
+        lib_models.save_pretrained(model, mcfg, os.path.join(mdir, "hf"), tokenizer=toks[n])
       models_[n] = model
     for spec_d in specs:
       spec = _Spec(**spec_d)
@@ -239,10 +258,12 @@ def run(config, workdir):
         policy = policies.make(spec.backend)
       else:
         recipe = training_recipes.get(spec.recipe)
-        llm = learned_policy.flax_llm(models_[spec.recipe], tok, config.eval.max_batch)
+        llm = learned_policy.flax_llm(models_[spec.recipe], toks[spec.recipe],
+                                      config.eval.max_batch)
         # constrained: commitments decoded under the surface's regex, masked in the sampler
         policy = learned_policy.LearnedPolicy(llm, recipe.surface, name=spec.recipe,
-                                              constrained=spec.constrained)
+                                              constrained=spec.constrained,
+                                              count_tokenizer=count_with)
         tokens = policy.tokens
       if todo:
         t0 = time.perf_counter()
@@ -263,7 +284,7 @@ def run(config, workdir):
   wall, cpu = time.perf_counter() - t_start, time.process_time() - c_start
   return report.write(config, workdir, rows, specs, eps, train_reports, timing, throughput,
                       {"wall_s": wall, "cpu_s": cpu, "data_tokenizer_s": t_data,
-                       "vocab": len(tok)}, writer)
+                       "vocab": vocab, "count_vocab": len(counter)}, writer)
 
 
 class _Spec:

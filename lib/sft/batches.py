@@ -47,55 +47,80 @@ def left_padded(examples: Sequence[Example], pad_id: int, multiple: int = 16) ->
   return out
 
 
-def steps_per_epoch(n_rows: int, batch: int) -> int:
-  """Full batches per epoch (the ragged tail is dropped).
+def steps_per_epoch(n_rows: int, batch: int, groups=None) -> int:
+  """Full batches per epoch (the ragged tail is dropped; with `groups`, that of each group
+  size: see `epoch_batches`).
 
   Args:
     n_rows: rows in the data set (fewer than `batch` raises ValueError).
     batch: rows per batch.
+    groups: optional int [n_rows] group id per row (`epoch_batches`).
   Returns:
-    n_rows // batch.
+    n_rows // batch, or with groups the sum over group sizes z of (rows in groups of size z)
+    // batch.
   """
   if n_rows < batch:
     raise ValueError(f"{n_rows} rows cannot fill one batch of {batch}")
-  return n_rows // batch
+  if groups is None:
+    return n_rows // batch
+  return sum(len(m) * size // batch for size, m in _groups_by_size(groups, n_rows, batch).items())
+
+
+def _groups_by_size(groups, n: int, batch: int) -> dict[int, list[np.ndarray]]:
+  """{group size: [row indices of each group of that size]} in ascending group id order;
+  ValueError unless every size divides `batch`."""
+  groups = np.asarray(groups)
+  if groups.shape != (n,):
+    raise ValueError(f"groups has shape {groups.shape}, expected ({n},)")
+  by_size: dict[int, list[np.ndarray]] = {}
+  for g in np.unique(groups):
+    rows = np.flatnonzero(groups == g)
+    by_size.setdefault(len(rows), []).append(rows)
+  if any(batch % z for z in by_size):
+    raise ValueError(f"every group size must divide batch {batch}; sizes {sorted(by_size)}")
+  return dict(sorted(by_size.items()))
 
 
 def epoch_batches(arrays: dict, batch: int, seed: int, groups=None) -> BatchSource:
-  """batch_at(step): batch `step % steps_per_epoch` of epoch `step // steps_per_epoch`, where
-  each epoch's row order is `default_rng([seed, epoch]).permutation(N)`, or, with `groups`, a
-  permutation of the groups (same generator) with each group's rows kept together in order.
+  """batch_at(step): batch `step % steps_per_epoch` of epoch `step // steps_per_epoch`. Each
+  epoch draws `rng = default_rng([seed, epoch])`; without `groups` its row order is
+  `rng.permutation(N)`, cut into full batches. With `groups` of one size, it is a permutation of
+  the groups (`rng.permutation(n_groups)`) with each group's rows kept together in order. With
+  groups of several sizes, the groups of each size are taken in the order of that same
+  permutation and cut into batches of one size each (so a batch never splits a group), and the
+  batches are then shuffled by `rng.permutation(n_batches)`.
 
   Args:
     arrays: {input_ids, attention_mask, loss_mask} [N, T] (e.g. from `left_padded`).
     batch: rows per batch.
     seed: data-order seed.
-    groups: optional int [N] group id per row, every group of one size that divides `batch`:
-      each batch then holds whole groups (e.g. the contrast groups of
+    groups: optional int [N] group id per row, every group size dividing `batch`: each batch
+      then holds whole groups (e.g. the contrast groups of
       `agents.gencoord.learned.sft_rows.contrast_groups`).
   Returns:
     batch_at(step) -> {input_ids, attention_mask, loss_mask} int32 [batch, T].
   """
   n = arrays["input_ids"].shape[0]
-  per_epoch = steps_per_epoch(n, batch)
+  per_epoch = steps_per_epoch(n, batch, groups)
   orders: dict[int, np.ndarray] = {}
-  members = None
+  members = by_size = None
   if groups is not None:
-    groups = np.asarray(groups)
-    if groups.shape != (n,):
-      raise ValueError(f"groups has shape {groups.shape}, expected ({n},)")
-    ids = np.unique(groups)
-    members = [np.flatnonzero(groups == g) for g in ids]
-    sizes = {len(m) for m in members}
-    if len(sizes) != 1 or batch % min(sizes):
-      raise ValueError(f"groups must all have one size that divides batch {batch}; "
-                       f"sizes {sorted(sizes)}")
+    by_size = _groups_by_size(groups, n, batch)
+    members = [m for ms in by_size.values() for m in ms]
+    size_of = [len(m) for m in members]
 
   def order(epoch: int) -> np.ndarray:
     rng = np.random.default_rng([seed, epoch])
     if members is None:
       return rng.permutation(n)
-    return np.concatenate([members[g] for g in rng.permutation(len(members))])
+    perm = rng.permutation(len(members))
+    if len(by_size) == 1:
+      return np.concatenate([members[g] for g in perm])
+    cut = []                 # batches of one group size each, in permutation order
+    for size in by_size:
+      rows = np.concatenate([members[g] for g in perm if size_of[g] == size])
+      cut += [rows[k * batch:(k + 1) * batch] for k in range(len(rows) // batch)]
+    return np.concatenate([cut[k] for k in rng.permutation(len(cut))])
 
   def batch_at(step: int) -> dict:
     epoch, k = divmod(step, per_epoch)

@@ -41,12 +41,17 @@ class LearnedPolicy:
     max_new_tokens: output cap per call.
     constrained: decode commitments under the surface's regex (`constrained.surface_regex`;
       ValueError for a surface without one).
+    count_tokenizer: None: token counts are the model's own; a tokenizer: the counts are those
+      of the chat-rendered prompt and of the output text (+1 for the EOS that ended it) under
+      it, so models with different vocabularies compare on one scale.
   """
   learned_calls = 1
 
   def __init__(self, llm: Backend, surface: str = "dsl", name: str = "learned",
-               max_new_tokens: int = MAX_NEW_TOKENS, constrained: bool = False):
+               max_new_tokens: int = MAX_NEW_TOKENS, constrained: bool = False,
+               count_tokenizer=None):
     prompted.check_surface(surface)
+    self.count_tokenizer = count_tokenizer
     self.llm, self.surface, self.name = llm, surface, name
     self.params = SamplingParams(max_tokens=max_new_tokens, temperature=0.0)
     self.commit_params = (self.params.replace(regex=constrained_lib.surface_regex(surface))
@@ -94,13 +99,26 @@ class LearnedPolicy:
       # The hash `split_audit.prompt_sha256` gives the same messages (training rows record it).
       digest = hashlib.sha256(json.dumps(conversation, sort_keys=True).encode("utf-8"))
       self.prompt_hashes.setdefault(episode_id, []).append(digest.hexdigest())
-    for episode_id, c in zip(episode_ids, out):
+    for episode_id, conversation, c in zip(episode_ids, conversations, out):
       if c.error is not None:
         raise ModelCallError(f"{self.name}: model call failed ({c.error}: {c.error_detail})")
+      n_in, n_out = ((c.input_tokens, c.output_tokens) if self.count_tokenizer is None
+                     else _counted(self.count_tokenizer, conversation, c))
       acc = self.tokens.setdefault(episode_id, [0, 0])
-      acc[0] += c.input_tokens or 0
-      acc[1] += c.output_tokens or 0
+      acc[0] += n_in or 0
+      acc[1] += n_out or 0
     return [c.text for c in out]
+
+
+def _counted(tokenizer, conversation, completion) -> tuple[int, int]:
+  """(prompt, output) tokens of one call under `tokenizer`: the prompt as the chat template
+  renders it with the generation prompt, the output text plus the EOS of a "stop" finish (no
+  stop strings are set here, so "stop" is an EOS)."""
+  prompt = tokenizer.apply_chat_template(list(conversation), tokenize=False,
+                                         add_generation_prompt=True)
+  n_out = len(tokenizer.encode(completion.text, add_special_tokens=False))
+  return (len(tokenizer.encode(prompt, add_special_tokens=False)),
+          n_out + (completion.finish_reason == "stop"))
 
 
 def flax_llm(model, tokenizer, max_batch: int = 256) -> FlaxBackend:

@@ -200,6 +200,9 @@ def write(config, workdir, rows, specs, eps, train_reports, timing, throughput, 
                   "final_loss": v["history"][-1][1] if v["history"] else float("nan"),
                   "train_wall_s": v["wall_s"], "train_cpu_s": v["cpu_s"]}
                  for k, v in train_reports.items()]
+  if any(v.get("reused_from") for v in train_reports.values()):
+    for row, v in zip(train_table, train_reports.values()):   # wall and CPU are this run's
+      row["trained_in"] = v.get("reused_from") or "this run"
   n_clusters = len(suites.clusters(eps))
   notes = (f"Suite `{config.eval.suite}`: {n_clusters} semantic clusters x 2 role views x "
            f"{len(config.seeds)} seed(s) {list(config.seeds)}. Greedy decoding, outputs capped "

@@ -17,8 +17,9 @@ def contrast_groups(rows) -> list[int]:
   groups holds each world with every binding and both role views at once, so the push towards
   "always write binding X" or "always send to agent_b" from one row is cancelled by its
   partners in the same update, and what is left of the gradient is the dependence on the
-  binding and on the role. Rows without a full group (a subsample can leave a cell with a
-  (binding, role view) pair missing or with unequal counts) get -1.
+  binding and on the role. A stage only one role view has (the controlled free-form dialogue's
+  extra intent/state round) groups its rows by binding alone: 2 rows. Rows without a full group
+  (a subsample can leave a cell with a pair missing or with unequal counts) get -1.
   """
   cells: dict = {}
   for i, r in enumerate(rows):
@@ -28,7 +29,7 @@ def contrast_groups(rows) -> list[int]:
   gid = 0
   for by_pair in cells.values():
     bindings, views = {b for b, _ in by_pair}, {v for _, v in by_pair}
-    if len(bindings) < 2 or len(views) < 2 or len(by_pair) != len(bindings) * len(views):
+    if len(bindings) < 2 or len(by_pair) != len(bindings) * len(views):
       continue
     for members in zip(*by_pair.values()):
       for i in members:

@@ -32,7 +32,10 @@ _ID = r"\b[A-Z][A-Z0-9_]{2,}\b"
 # around them those were different tokens (`item=oak_planks)`, `item=oak_planks,`,
 # `"oak_planks":`) with nothing in common for a from-scratch model to match; with this split they
 # share the `oak_planks` token, wherever it occurs.
-_ITEM = r"\b(?:" + "|".join(sorted(recipes.ITEMS, key=len, reverse=True)) + r")\b"
+# Longest first (a name never loses to a shorter one it starts with), then alphabetical: `ITEMS`
+# is a set, and its iteration order follows PYTHONHASHSEED, so without the tie-break the saved
+# tokenizer.json would differ between processes (it tokenizes the same).
+_ITEM = r"\b(?:" + "|".join(sorted(recipes.ITEMS, key=lambda s: (-len(s), s))) + r")\b"
 # Quantities and counts (goal count, inventory, `q=`) range over 1-32 and more: with digits
 # glued to their argument (`q=16,` one piece) each number a BPE merges is a token of its own
 # that a model must learn separately, and a count never seen in training has no merged token

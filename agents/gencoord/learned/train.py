@@ -47,7 +47,7 @@ def train_sft(arrays: dict, tokenizer, config, workdir: str, seed: int, tag: str
   if drill is not None:
     sources.append(sft_batches.epoch_batches(drill, c.drill.batch, seed))
     window = max(window, drill["target_window"])
-  total = sft_batches.steps_per_epoch(n, c.batch) * c.epochs * len(sources)
+  total = sft_batches.steps_per_epoch(n, c.batch, groups) * c.epochs * len(sources)
   tx = optim.adamw(lr=c.lr, total_steps=total, warmup_frac=c.warmup_frac,
                    weight_decay=c.weight_decay, clip_norm=c.clip_norm)
   # config.mesh (scale=paper): the state in FSDP shards over its devices

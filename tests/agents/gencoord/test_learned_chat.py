@@ -1,6 +1,9 @@
 """Chat rendering of local contexts and the DSL-aware tokenizer."""
 import collections
+import os
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -146,3 +149,13 @@ def test_own_messages_keep_only_the_agents_own_sections(rows):
     text = own[0]["content"]
     assert "structure:" not in text and "prior:" not in text and "observation:" in text
     assert full.endswith(text) and len(text) < len(full) / 2
+
+
+def test_the_pre_tokenizer_pattern_does_not_depend_on_the_hash_seed():
+  # `recipes.ITEMS` is a set: its order follows PYTHONHASHSEED; the saved tokenizer must not
+  # (runs compare tokenizer files byte for byte: agents/gencoord/learned/reuse.py).
+  code = "from agents.gencoord.learned import tokenizer as t; print(t.SPLIT)"
+  out = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                        env={**os.environ, "PYTHONHASHSEED": seed}).stdout
+         for seed in ("1", "2", "3", "4")}
+  assert len(out) == 1 and out.pop().strip() == dsl_tokenizer.SPLIT

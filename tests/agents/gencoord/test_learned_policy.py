@@ -80,3 +80,34 @@ def test_untrained_flax_model_is_scored_not_crashed(tmp_path):
   for ep in eps:
     n_in, n_out = b.tokens[ep.episode_id]
     assert n_in > 50 and 1 <= n_out <= 8
+
+
+def test_token_counts_under_a_counting_tokenizer(tmp_path):
+  """Models with different vocabularies report tokens on one scale: the chat-rendered prompt and
+  the output text (+ EOS) under the counting tokenizer."""
+  eps = suites.forward("heldout")[:2]
+  counter = dsl_tokenizer.train_dsl_tokenizer(
+      [chat.system_prompt(), render(E.sender_context(eps[0]))], 280, tmp_path)
+  seen = []
+
+  def answer(messages, rng):
+    seen.append(messages)
+    return "agent_a:resource.obtain(item=oak_log,q=3)"
+  own = learned.LearnedPolicy(ScriptedBackend(FunctionPolicy(answer)))
+  counted = learned.LearnedPolicy(ScriptedBackend(FunctionPolicy(answer)),
+                                  count_tokenizer=counter)
+  protocol.run_forward(eps, own)
+  calls = len(seen)
+  protocol.run_forward(eps, counted)
+  assert len(seen) == 2 * calls
+  by_episode = {}
+  for messages in seen[calls:]:
+    prompt = counter.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    by_episode.setdefault(len(by_episode) % len(eps), []).append(prompt)
+  out_tokens = len(counter.encode("agent_a:resource.obtain(item=oak_log,q=3)",
+                                  add_special_tokens=False)) + 1
+  total_in = sum(len(counter.encode(p, add_special_tokens=False))
+                 for ps in by_episode.values() for p in ps)
+  assert sum(n for n, _ in counted.tokens.values()) == total_in
+  assert sum(m for _, m in counted.tokens.values()) == out_tokens * (calls)
+  assert counted.tokens != own.tokens

@@ -73,3 +73,26 @@ def test_contrast_groups_skip_cells_missing_a_binding_role_pair():
   without = [r for r in cell if (r.binding, r.role_view) != ("WALL", 1)]
   assert set(sft_rows.contrast_groups(without)) == {-1}
   assert -1 not in sft_rows.contrast_groups(cell)
+
+
+def test_contrast_groups_pair_the_bindings_of_a_one_view_dialogue_round():
+  # The free-form dialogue's extra intent/state round exists for one role view only: its rows
+  # are grouped by binding (2 rows), the rest by binding x role view (4 rows); none is left out.
+  rows = recipes.get("freeform").rows()
+  groups = sft_rows.contrast_groups(rows)
+  members: dict = {}
+  for i, g in enumerate(groups):
+    members.setdefault(g, []).append(i)
+  assert -1 not in members
+  sizes = {}
+  for group in members.values():
+    rs = [rows[i] for i in group]
+    assert len({(r.template, r.stage, r.context.observation.get("goal_count"))
+                for r in rs}) == 1
+    assert len({r.binding for r in rs}) == 2
+    views = {r.role_view for r in rs}
+    assert len(rs) == 2 * len(views)
+    sizes[len(rs)] = sizes.get(len(rs), 0) + 1
+    if len(rs) == 2:
+      assert rs[0].stage in ("sender_intent", "receiver_query")
+  assert sizes == {4: 480, 2: 240}

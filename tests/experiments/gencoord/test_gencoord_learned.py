@@ -61,6 +61,19 @@ def test_quickstart_pipeline_tiny(tmp_path):
   assert again["table"][0]["success_%"] == row["success_%"]
   rows = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
   assert len(rows) == 8 and rows[0]["condition"] == "dsl"
+  # Another run of the same model (same rows, tokenizer, config, seed) copies it instead of
+  # training: no step is trained there, and its episodes come out the same.
+  (tmp_path / "config.json").write_text(c.to_json_best_effort())   # as launch.py writes it
+  c.reuse_models_from = (str(tmp_path / "nowhere"), str(tmp_path))
+  reused = gencoord_learned.run(c, str(tmp_path / "reuse"))
+  assert reused["training"][0]["trained_in"] == str(tmp_path)
+  assert reused["training"][0]["steps"] == train["steps"]
+  assert reused["table"][0]["success_%"] == row["success_%"]
+  again_rows = [json.loads(line)
+                for line in (tmp_path / "reuse/results.jsonl").read_text().splitlines()]
+  assert [(r["episode_id"], r["success"], r["output_tokens"]) for r in again_rows] == [
+      (r["episode_id"], r["success"], r["output_tokens"]) for r in rows]
+  c.reuse_models_from = ()
   # The same raw model decoded under the Short DSL regex (a commitment that ends parses by
   # construction, tests/agents/gencoord/test_learned_constrained.py; this 1-layer model can run
   # into the 256-token cap inside the grammar): never less valid than free decoding
@@ -97,6 +110,10 @@ def test_visibility_study_tiny(tmp_path):
   out = gencoord_learned.run(c, str(tmp_path))
   assert sorted(out["training"][i]["model"] for i in range(2)) == ["direct_dsl/s0",
                                                                  "freeform/s0"]
+  # Each recipe's model has its own BPE; the token counts use the run's counting BPE.
+  toks = [json.loads((tmp_path / p / "tokenizer.json").read_text())["model"]["vocab"]
+          for p in ("models/direct_dsl/tokenizer", "models/freeform/tokenizer", "tokenizer")]
+  assert toks[0] != toks[1] and toks[2] not in toks[:2]
   rows = [json.loads(x) for x in (tmp_path / "results.jsonl").read_text().splitlines()]
   assert len(rows) == 9 * 6                    # 9 conditions x 3 clusters x 2 role views
   for r in rows:                               # each condition ran on its own view's pool

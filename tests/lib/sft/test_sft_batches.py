@@ -49,12 +49,34 @@ def test_epoch_batches_keep_groups_together():
   assert sorted(epoch) == list(range(24))
   perm = np.random.default_rng([5, 0]).permutation(12)
   assert epoch[:8] == [i for g in perm[:4] for i in (2 * g, 2 * g + 1)]
-  with pytest.raises(ValueError, match="one size"):
-    sft_batches.epoch_batches(arr, 8, 0, groups=np.r_[np.arange(12) // 2, np.arange(12, 24)])
-  with pytest.raises(ValueError, match="one size"):
+  with pytest.raises(ValueError, match="divide batch"):
     sft_batches.epoch_batches(arr, 8, 0, groups=np.arange(24) // 3)
   with pytest.raises(ValueError, match="shape"):
     sft_batches.epoch_batches(arr, 8, 0, groups=np.arange(12))
+
+
+def test_epoch_batches_with_groups_of_two_sizes_never_mix_or_split_them():
+  # 8 groups of 4 rows (32 rows) and 12 groups of 2 (24 rows), interleaved ids; batch 8
+  n4, n2 = 8, 12
+  groups = np.r_[np.repeat(np.arange(0, 2 * n4, 2), 4), np.repeat(np.arange(1, 2 * n2, 2), 2)]
+  arr = sft_batches.left_padded(_examples(len(groups)), pad_id=0)
+  assert sft_batches.steps_per_epoch(len(groups), 8, groups) == 4 + 3
+  batch_at = sft_batches.epoch_batches(arr, 8, seed=2, groups=groups)
+  row_of = {tuple(r): i for i, r in enumerate(arr["input_ids"])}
+  seen, kinds = [], []
+  for step in range(7):                             # one epoch
+    rows = [row_of[tuple(r)] for r in batch_at(step)["input_ids"]]
+    sizes = {int((groups == g).sum()) for g in groups[rows]}
+    assert len(sizes) == 1                          # one group size per batch
+    size = sizes.pop()
+    assert sorted(groups[rows].tolist()) == sorted(size * sorted(set(groups[rows].tolist())))
+    seen += rows
+    kinds.append(size)
+  assert sorted(seen) == list(range(len(groups)))   # every row once
+  assert sorted(kinds) == [2, 2, 2, 4, 4, 4, 4]
+  assert kinds != [4, 4, 4, 4, 2, 2, 2]             # the batch order is shuffled (this seed)
+  nxt = [row_of[tuple(r)] for s in range(7, 14) for r in batch_at(s)["input_ids"]]
+  assert nxt != seen and sorted(nxt) == sorted(seen)
 
 
 def test_length_grouped_batches_share_one_bucket_and_sample_rows_uniformly():

@@ -39,6 +39,9 @@ def base(arg) -> ml_collections.ConfigDict:
   # (2 epochs, 240 steps at batch 16, lr 1e-5): the budget is a ceiling of 20 epochs at batch 8
   # and the stop is read off the validation split (`select`, below).
   c.train = dict(epochs=1 if arg.debug else 20, batch=8, lr=3e-3, warmup_frac=0.03,
+                 # lib.train.optim.lr_schedule: "cosine" over the whole run, or "wsd" (stable
+                 # at lr until the last `decay_frac` of the steps, then cosine)
+                 schedule="cosine", decay_frac=0.2,
                  weight_decay=0.01, clip_norm=1.0, accum_steps=1,
                  # Validation runs on a log step. The debug subsample keeps only the rows of
                  # whole contrast groups, so its steps per epoch (the validation period) depend

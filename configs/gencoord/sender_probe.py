@@ -38,7 +38,8 @@ def get_config(arg=None):
   c.model = model_block(preset="qwen3-tiny", vocab_size=c.vocab_size, overrides=dict(
       hidden_size=128, intermediate_size=384, num_layers=2, num_heads=4, num_kv_heads=2,
       head_dim=32, tie_word_embeddings=True, max_position_embeddings=256))
-  c.train = dict(epochs=1, batch=64, lr=3e-3, warmup_frac=0.03, weight_decay=0.01,
+  c.train = dict(epochs=1, batch=64, lr=3e-3, warmup_frac=0.03, schedule="cosine",
+                 decay_frac=0.2, weight_decay=0.01,
                  clip_norm=1.0, log_every=10 if arg.debug else 100, ckpt_every=1_000_000,
                  accum_steps=1)
   c.mesh = dict(data=1, fsdp=1)

@@ -1,4 +1,4 @@
-"""AdamW with warm-up + cosine/constant schedule and global-norm clipping, and micro-batch gradient
+"""AdamW with warm-up + cosine/linear/constant/warm-stable-decay schedule and global-norm clipping, and micro-batch gradient
 accumulation inside one jitted step.
 
     tx = optim.adamw(lr=1e-5, total_steps=1000, warmup_frac=0.03, schedule="cosine")
@@ -15,20 +15,29 @@ import optax
 
 from lib.parallel import sharding
 
-SCHEDULES = ("cosine", "constant", "linear")
+SCHEDULES = ("cosine", "constant", "linear", "wsd")
 
 
 def lr_schedule(lr: float, total_steps: int, warmup_frac: float = 0.0,
-                schedule: str = "cosine", final_frac: float = 0.0) -> optax.Schedule:
-  """Linear warm-up over round(warmup_frac * total_steps) steps from 0 to `lr`, then `schedule`
-  ("cosine" or "linear" decay to final_frac * lr at total_steps, or "constant").
+                schedule: str = "cosine", final_frac: float = 0.0,
+                decay_frac: float = 0.2) -> optax.Schedule:
+  """Linear warm-up over W = round(warmup_frac * total_steps) steps from 0 to `lr`, then
+  `schedule` over the remaining R = total_steps - W steps:
+
+      cosine    lr_t = lr (f + (1 - f)(1 + cos(pi t / R)) / 2)          f = final_frac
+      linear    lr_t = lr (1 - (1 - f) t / R)
+      constant  lr_t = lr
+      wsd       (warm-up, stable, decay) lr_t = lr until the last D = round(decay_frac *
+                total_steps) steps, then the cosine above over those D steps: a model that
+                learns a rule late in the run still trains at the full rate when it does
 
   Args:
     lr: peak learning rate.
     total_steps: optimizer steps in the run (values < 1 count as 1).
     warmup_frac: fraction of total_steps spent warming up, in [0, 1).
     schedule: one of SCHEDULES.
-    final_frac: final learning rate as a fraction of lr (cosine and linear only).
+    final_frac: final learning rate as a fraction of lr (cosine, linear, wsd).
+    decay_frac: the fraction of total_steps that "wsd" decays over, in (0, 1 - warmup_frac].
   Returns:
     optax.Schedule: step -> learning rate.
   """
@@ -39,10 +48,17 @@ def lr_schedule(lr: float, total_steps: int, warmup_frac: float = 0.0,
   total_steps = max(int(total_steps), 1)
   warm = int(round(warmup_frac * total_steps))
   rest = max(total_steps - warm, 1)
+  if schedule == "wsd" and not 0.0 < decay_frac <= 1.0 - warmup_frac:
+    raise ValueError(f"decay_frac must lie in (0, 1 - warmup_frac]; got {decay_frac}")
   if schedule == "constant":
     main = optax.constant_schedule(lr)
   elif schedule == "cosine":
     main = optax.cosine_decay_schedule(lr, rest, alpha=final_frac)
+  elif schedule == "wsd":
+    decay = min(max(int(round(decay_frac * total_steps)), 1), rest)
+    main = optax.join_schedules(
+        [optax.constant_schedule(lr), optax.cosine_decay_schedule(lr, decay, alpha=final_frac)],
+        [rest - decay])
   else:
     main = optax.linear_schedule(lr, lr * final_frac, rest)
   if warm == 0:
@@ -64,18 +80,20 @@ def decay_mask(params: Any) -> Any:
 
 def adamw(lr: float, total_steps: int, warmup_frac: float = 0.0, schedule: str = "cosine",
           weight_decay: float = 0.01, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
-          clip_norm: float | None = 1.0, final_frac: float = 0.0) -> optax.GradientTransformation:
+          clip_norm: float | None = 1.0, final_frac: float = 0.0,
+          decay_frac: float = 0.2) -> optax.GradientTransformation:
   """clip_by_global_norm(clip_norm) -> AdamW(schedule) with decoupled weight decay on matrices.
 
   Args:
-    lr, total_steps, warmup_frac, schedule, final_frac: the schedule, see `lr_schedule`.
+    lr, total_steps, warmup_frac, schedule, final_frac, decay_frac: the schedule, see
+      `lr_schedule`.
     weight_decay: decoupled weight-decay rate, applied to `decay_mask` leaves only.
     b1, b2, eps: Adam moment decays and denominator epsilon.
     clip_norm: global gradient-norm bound; None or <= 0 disables clipping.
   Returns:
     optax.GradientTransformation.
   """
-  sched = lr_schedule(lr, total_steps, warmup_frac, schedule, final_frac)
+  sched = lr_schedule(lr, total_steps, warmup_frac, schedule, final_frac, decay_frac)
   parts = []
   if clip_norm is not None and clip_norm > 0:
     parts.append(optax.clip_by_global_norm(clip_norm))

@@ -33,6 +33,9 @@ from tokenizers import Tokenizer
 from lib.run import run_env
 
 _SAME_FIELDS = ("model", "mesh", "number_tokens", "train_clusters_per_template", "max_rows")
+# Train fields added after runs were made, with the behaviour those runs had: a run without the
+# field trained with this value.
+_ADDED_TRAIN_FIELDS = {"schedule": "cosine", "decay_frac": 0.2}
 
 
 def _load_json(path: str):
@@ -121,6 +124,9 @@ def check(ours: dict, workdir: str, other: str, recipe: str, seed: int
     if theirs.get(field) != ours.get(field):
       reasons.append(f"config field {field} differs")
   train_ours, train_theirs = dict(ours.get("train", {})), dict(theirs.get("train", {}))
+  for key, value in _ADDED_TRAIN_FIELDS.items():
+    train_ours.setdefault(key, value)
+    train_theirs.setdefault(key, value)
   sel_ours, sel_theirs = train_ours.pop("select", None), train_theirs.pop("select", None)
   if train_ours != train_theirs:
     keys = sorted(k for k in set(train_ours) | set(train_theirs)

@@ -3,7 +3,8 @@
 Config blocks (all fields required; defaults live in the config files):
   model: the one `model` block (lib/models/model_setup.py); from scratch, the vocabulary, EOS
          and pad are the DSL tokenizer's
-  train: epochs, batch, lr, warmup_frac, weight_decay, clip_norm, log_every, ckpt_every,
+  train: epochs, batch, lr, warmup_frac, schedule, decay_frac (lib.train.optim.lr_schedule),
+         weight_decay, clip_norm, log_every, ckpt_every,
          accum_steps (micro-batches per update; the gradient is that of the whole batch)
 The optimizer is the paper's recipe (AdamW, cosine with warm-up, grad-norm clip, weight decay),
 the loss is target-and-EOS causal LM on the answer window (`lib.sft.step`), batches are seeded epoch
@@ -49,6 +50,7 @@ def train_sft(arrays: dict, tokenizer, config, workdir: str, seed: int, tag: str
     window = max(window, drill["target_window"])
   total = sft_batches.steps_per_epoch(n, c.batch, groups) * c.epochs * len(sources)
   tx = optim.adamw(lr=c.lr, total_steps=total, warmup_frac=c.warmup_frac,
+                   schedule=c.schedule, decay_frac=c.decay_frac,
                    weight_decay=c.weight_decay, clip_norm=c.clip_norm)
   # config.mesh (scale=paper): the state in FSDP shards over its devices
   model, apply_fn, state, mesh, state_sh = train_loop.setup(config, tx, seed, tokenizer=tokenizer)

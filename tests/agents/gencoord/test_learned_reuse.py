@@ -58,6 +58,7 @@ def test_the_same_model_is_reusable_and_every_difference_is_named(tmp_path):
       "numerics XLA_FLAGS": _run_dir(tmp_path, "fast",
                                      env={"XLA_FLAGS": "--xla_cpu_enable_fast_math=true"}),
       "train.select differs": _run_dir(tmp_path, "nosel", config=_changed(select=None)),
+      "train fields differ: schedule": _run_dir(tmp_path, "wsd", config=_changed(schedule="wsd")),
   }
   for expected, other in cases.items():
     reasons, _ = reuse.check(_CONFIG, str(ours), str(other), "direct_dsl", 0)
@@ -66,6 +67,9 @@ def test_the_same_model_is_reusable_and_every_difference_is_named(tmp_path):
   assert reasons == ["no checkpoint of direct_dsl/s1"]
   reasons, _ = reuse.check(_CONFIG, str(ours), str(tmp_path / "nowhere"), "direct_dsl", 0)
   assert reasons[0].startswith("no readable config.json")
+  # A run made before the schedule field existed trained with the cosine schedule.
+  explicit = _changed(schedule="cosine", decay_frac=0.2)
+  assert reuse.check(explicit, str(ours), str(same), "direct_dsl", 0)[0] == []
   # A run that never recorded its numerics is reused with a warning.
   old = _run_dir(tmp_path, "old", env=False)
   reasons, warnings = reuse.check(_CONFIG, str(ours), str(old), "direct_dsl", 0)

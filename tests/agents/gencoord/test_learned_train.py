@@ -19,7 +19,8 @@ def _config(epochs=4, accum_steps=1):
   c.model = model_block(preset="qwen3-tiny", overrides=dict(
       hidden_size=32, num_layers=1, num_heads=2, num_kv_heads=1, head_dim=16,
       intermediate_size=64, tie_word_embeddings=True, max_position_embeddings=4096))
-  c.train = dict(epochs=epochs, batch=8, lr=1e-2, warmup_frac=0.0, weight_decay=0.01,
+  c.train = dict(epochs=epochs, batch=8, lr=1e-2, warmup_frac=0.0, schedule="cosine",
+                 decay_frac=0.2, weight_decay=0.01,
                  clip_norm=1.0, log_every=1, ckpt_every=4, accum_steps=accum_steps)
   return c
 

@@ -20,6 +20,22 @@ def test_warmup_then_cosine_values():
     optim.lr_schedule(1.0, 10, schedule="step")
 
 
+def test_warmup_stable_decay_values():
+  # 100 steps: 10 warm-up, stable at lr until step 70, cosine to 0.1 lr over the last 30
+  s = optim.lr_schedule(2.0, total_steps=100, warmup_frac=0.1, schedule="wsd", final_frac=0.1,
+                        decay_frac=0.3)
+  got = [float(s(t)) for t in (0, 5, 10, 40, 70, 85, 100)]
+  mid = 2.0 * (0.1 + 0.9 * (1 + np.cos(np.pi * 15 / 30)) / 2)
+  np.testing.assert_allclose(got, [0.0, 1.0, 2.0, 2.0, 2.0, mid, 0.2], atol=1e-6)
+  assert mid == pytest.approx(1.1)
+  # no warm-up: stable from step 0
+  s0 = optim.lr_schedule(1.0, 10, schedule="wsd", decay_frac=0.5)
+  np.testing.assert_allclose([float(s0(t)) for t in (0, 4, 5, 10)], [1.0, 1.0, 1.0, 0.0],
+                             atol=1e-6)
+  with pytest.raises(ValueError, match="decay_frac"):
+    optim.lr_schedule(1.0, 10, warmup_frac=0.5, schedule="wsd", decay_frac=0.6)
+
+
 def test_adamw_matches_hand_computed_first_step_with_decay_mask():
   params = {"w": jnp.ones((2, 2)), "b": jnp.ones((2,))}
   grads = {"w": jnp.full((2, 2), 0.5), "b": jnp.full((2,), -0.5)}

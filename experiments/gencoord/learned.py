@@ -127,7 +127,8 @@ def _early_stopping(config, recipe_name, tok, mdir, per_epoch: int, sources: int
 
   select: split (a forward split other than heldout), every_epochs, min_epochs (either may be
   a fraction of an epoch of the full rows, `per_epoch` batches; with `sources` interleaved batch
-  sources an epoch takes that many times its steps), stop_at (cluster exact match in [0, 1] that ends training)."""
+  sources an epoch takes that many times its steps), stop_at (cluster exact match in [0, 1]
+  that ends training)."""
   sel = config.train.select
   if not sel:
     return None

@@ -1,5 +1,5 @@
-"""AdamW with warm-up + cosine/linear/constant/warm-stable-decay schedule and global-norm clipping, and micro-batch gradient
-accumulation inside one jitted step.
+"""AdamW with warm-up + cosine/linear/constant/warm-stable-decay schedule and global-norm
+clipping, and micro-batch gradient accumulation inside one jitted step.
 
     tx = optim.adamw(lr=1e-5, total_steps=1000, warmup_frac=0.03, schedule="cosine")
 

@@ -375,6 +375,8 @@ if __name__ == "__main__":
   # The flags are parsed and checked already; app.run only sets up absl and calls main.
   try:
     app.run(main, flags_parser=lambda argv: argv[:1])
-  except CheckpointError as e:  # no intact checkpoint to resume: one line naming the way out
+  # No intact checkpoint to resume, or an input the experiment found wrong once it could look
+  # (a run directory without the model it names): one line naming the way out.
+  except (CheckpointError, LaunchError) as e:
     print(f"launch.py: error: {e}", file=sys.stderr)
     sys.exit(2)

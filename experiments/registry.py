@@ -22,6 +22,7 @@ EXPERIMENTS: dict[str, str] = {
     "gencoord/data": "experiments.gencoord.data",
     "gencoord/learned": "experiments.gencoord.learned",
     "gencoord/sender_probe": "experiments.gencoord.sender_probe",
+    "gencoord/sender_fit": "experiments.gencoord.sender_fit",
     "serve": "experiments.serve",
     "bench/host_loop": "experiments.bench.host_loop",
     "bench/host_executors": "experiments.bench.host_executors",

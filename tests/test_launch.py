@@ -305,3 +305,12 @@ def test_libtpu_load_warnings_stay_off_the_console_without_tpu_chips(tmp_path):
   assert r.returncode == 0, r.stderr[-2000:]
   assert "TPU_ACCELERATOR_TYPE" not in r.stderr and "TPU_WORKER_HOSTNAMES" not in r.stderr, \
       r.stderr[:1000]
+
+
+def test_an_input_the_experiment_rejects_is_one_line(launch, tmp_path):
+  # The run directory exists (launch's own path check passes) but holds no exported model.
+  (tmp_path / "run").mkdir()
+  line = _one_line_error(launch("--config=configs/gencoord/sender_fit.py",
+                                f"--workdir={tmp_path / 'fit'}",
+                                f"--config.run_dir={tmp_path / 'run'}"))
+  assert line.startswith("launch.py: error: sender_fit: no trained model at")

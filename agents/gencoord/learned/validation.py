@@ -53,11 +53,20 @@ def build(recipe_name: str, tokenizer, split: str = SPLIT) -> ValidationSet:
   if recipe.protocol != "forward":
     raise ValueError(f"recipe {recipe_name!r} is not a forward recipe")
   rows = data.forward_rows(suites.suite(split), recipe.surface, recipe.horizon)
-  examples = chat_rows.encode_rows(tokenizer, chat.sft_pairs(rows, recipe.surface))
+  return encode(rows, chat.sft_pairs(rows, recipe.surface), tokenizer)
+
+
+def encode(rows, pairs, tokenizer) -> ValidationSet:
+  """Rows and their (messages, target) chat pairs -> a ValidationSet (`make_scorer` scores it).
+
+  `pairs` may render the rows another way than a policy does (the drill's own-section prompts,
+  `drill.drill_pairs`): experiments/gencoord/sender_fit.py scores the same rows both ways.
+  """
+  examples = chat_rows.encode_rows(tokenizer, pairs)
   arrays = sft_batches.left_padded(examples, tokenizer.pad_token_id or 0)
   ids, mask = arrays["input_ids"], arrays["loss_mask"]
   targets = [ids[i][mask[i].astype(bool)].tolist() for i in range(len(rows))]
-  return ValidationSet(rows, arrays, targets)
+  return ValidationSet(list(rows), arrays, targets)
 
 
 def make_scorer(apply_fn, vset: ValidationSet, batch: int = 64):

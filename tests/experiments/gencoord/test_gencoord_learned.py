@@ -7,7 +7,9 @@ import pytest
 from configs import quickstart
 from configs.gencoord import learned as study_configs
 from experiments import registry
-from experiments.gencoord import learned as gencoord_learned
+from experiments.gencoord import learned as gencoord_learned, sender_fit
+from agents.gencoord.learned import validation
+from configs.gencoord import sender_fit as sender_fit_config
 from lib.backends.flax_backend import FlaxBackend
 from lib.backends.protocol import SamplingParams
 
@@ -81,6 +83,23 @@ def test_quickstart_pipeline_tiny(tmp_path):
   free = [r for r in rows if r["condition"] == "dsl"]
   assert len(constrained) == 4
   assert sum(r["raw_valid"] for r in constrained) >= sum(r["raw_valid"] for r in free)
+  # The sender-fit diagnostic re-scores the exported model. Its training set is exactly the
+  # run's sender rows (found by id and prompt hash), and on the validation split it agrees with the
+  # validation the run itself made at its last step (training-time params there, the HF export
+  # here).
+  fit_c = sender_fit_config.get_config("debug=True")
+  fit_c.update(run_dir=str(tmp_path), max_rows=0)
+  fit = {r["set"]: r for r in sender_fit.run(fit_c, str(tmp_path / "fit"))}
+  trained = [json.loads(line) for line in (tmp_path / "data/direct_dsl.jsonl").open()]
+  assert fit["train"]["rows"] == sum(r["stage"].startswith("sender") for r in trained)
+  assert fit["drill"]["rows"] == len(range(0, 320, fit_c.drill_stride))
+  last = validation.history(str(tmp_path / "models/direct_dsl/s0/validation.jsonl"))[-1]
+  assert last["step"] == train["steps"]
+  wrong = sum(sum(v.values()) for k, v in last["errors"].items() if "/sender_" in k)
+  assert fit["validation"]["rows"] == 320
+  assert fit["validation"]["full_exact_%"] == pytest.approx(100 * (1 - wrong / 320))
+  for r in fit.values():
+    assert 0 <= r["own_sections_exact_%"] <= 100
   # Backend choice (a): the exported checkpoint serves through lib.backends's Flax backend.
   llm = FlaxBackend.from_pretrained(str(tmp_path / "models/direct_dsl/s0/hf"))
   reply = llm.generate([[{"role": "user", "content": "stage: sender_initial"}]],

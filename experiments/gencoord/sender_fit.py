@@ -87,7 +87,9 @@ def run(config, workdir):
       if prompt == "full":
         fields = [validation.first_error_field(tok, vset.target_ids[i], int(first[i]))
                   for i in np.flatnonzero(~exact)]
-        row["full_first_wrong"] = (max(set(fields), key=fields.count) if fields else None)
+        # the most frequent first wrong field; ties go to the name first in sort order
+        row["full_first_wrong"] = min(sorted(set(fields)), key=lambda f: -fields.count(f),
+                                      default=None)
     logging.info("sender_fit %s: full %.1f%%, own sections %.1f%% of %d", name,
                  row["full_exact_%"], row["own_sections_exact_%"], len(rows))
     table.append(row)

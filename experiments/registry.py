@@ -23,6 +23,7 @@ EXPERIMENTS: dict[str, str] = {
     "gencoord/learned": "experiments.gencoord.learned",
     "gencoord/sender_probe": "experiments.gencoord.sender_probe",
     "gencoord/sender_fit": "experiments.gencoord.sender_fit",
+    "gencoord/drill_probe": "experiments.gencoord.drill_probe",
     "serve": "experiments.serve",
     "bench/host_loop": "experiments.bench.host_loop",
     "bench/host_executors": "experiments.bench.host_executors",

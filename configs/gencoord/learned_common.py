@@ -71,7 +71,10 @@ def base(arg) -> ml_collections.ConfigDict:
                  # full batch; 0: off. Without it the model fits its training rows but writes the
                  # wrong obtain quantity (need - holding) on most new instances
                  # (configs/gencoord/README.md, "Looking for a recipe").
-                 drill=dict(clusters_per_template=20 if arg.debug else 960, batch=32))
+                 # lead_epochs: epochs of drill batches alone before the full rows start
+                 # (a curriculum; the schedule and the step budget include them).
+                 drill=dict(clusters_per_template=20 if arg.debug else 960, batch=32,
+                            lead_epochs=0.0))
   c.mesh = dict(data=1, fsdp=1)        # FSDP over data x fsdp devices (agents/gencoord/learned/train)
   # `--plan`: one SFT step of `train.batch` rows. Rows are left-padded to the longest: 368 tokens
   # for the embedded recipes (freeform, with the three-recipe BPE; the quickstart's direct_dsl

@@ -116,19 +116,19 @@ def _tokenizer(config, path, rows_by_recipe):
     return load_tokenizer(path)
   texts = []
   for name, rows in rows_by_recipe.items():
-    surface = training_recipes.get(name).surface
-    texts += [chat.system_prompt(surface) + "\n" + r.prompt + "\n" + r.target for r in rows]
+    texts += chat.tokenizer_texts(rows, training_recipes.get(name).surface)
   return dsl_tokenizer.train_dsl_tokenizer(texts, config.model.vocab_size, path,
                                            config.number_tokens)
 
 
-def _early_stopping(config, recipe_name, tok, mdir, per_epoch: int, sources: int = 1):
+def _early_stopping(config, recipe_name, tok, mdir, per_epoch: int, sources: int = 1,
+                    lead: int = 0):
   """The validation rule of `config.train.select` (None when the config sets none).
 
   select: split (a forward split other than heldout), every_epochs, min_epochs (either may be
   a fraction of an epoch of the full rows, `per_epoch` batches; with `sources` interleaved batch
   sources an epoch takes that many times its steps), stop_at (cluster exact match in [0, 1]
-  that ends training)."""
+  that ends training). Epochs count from the end of a drill lead of `lead` steps."""
   sel = config.train.select
   if not sel:
     return None
@@ -138,7 +138,7 @@ def _early_stopping(config, recipe_name, tok, mdir, per_epoch: int, sources: int
   log_every = config.train.log_every        # validation runs on a log step
   every = max(1, round(spe * sel["every_epochs"] / log_every)) * log_every
   return validation.EarlyStopping(vset, tok, every=every,
-                                  min_steps=round(spe * sel["min_epochs"]),
+                                  min_steps=lead + round(spe * sel["min_epochs"]),
                                   stop_at=sel["stop_at"],
                                   path=os.path.join(mdir, "validation.jsonl"))
 
@@ -235,7 +235,8 @@ def run(config, workdir):
       reused = reuse.adopt(resolved, workdir, config.reuse_models_from, n, seed,
                            log=logging.info)
       stopping = _early_stopping(config, n, toks[n], mdir, per_epoch,
-                                 sources=1 if drill_arrays is None else 2)
+                                 sources=1 if drill_arrays is None else 2,
+                                 lead=train.drill_lead_steps(drill_arrays, config.train))
       model, mcfg, rep = train.train_sft(arrays, toks[n], config, mdir, seed,
                                          tag=f"sft/{n}/s{seed}",
                                          early_stopping=stopping, groups=groups,

@@ -149,6 +149,36 @@ def interleave(sources: Sequence[BatchSource]) -> BatchSource:
   return lambda step: sources[step % n](step // n)
 
 
+def lead_then_interleave(sources: Sequence[BatchSource], lead: int, lead_steps: int
+                         ) -> BatchSource:
+  """batch_at(step): source `lead`'s batches alone for the first `lead_steps` steps (a
+  curriculum: e.g. a short-context drill learned before the full rows arrive), then
+  `interleave(sources)` with source `lead` continuing where its lead stopped (no batch of it is
+  replayed). A function of the step only, so a resumed run replays the uninterrupted stream.
+
+  Args:
+    sources: batch sources, at least one.
+    lead: index of the source that leads.
+    lead_steps: steps of the lead (0: exactly `interleave(sources)`).
+  Returns:
+    batch_at(step) -> a batch.
+  """
+  if not 0 <= lead < len(sources):
+    raise ValueError(f"lead source {lead} of {len(sources)}")
+  if lead_steps < 0:
+    raise ValueError(f"lead_steps={lead_steps} < 0")
+  n = len(sources)
+
+  def batch_at(step: int):
+    if step < lead_steps:
+      return sources[lead](step)
+    rest = step - lead_steps
+    i = rest % n
+    return sources[i](rest // n + (lead_steps if i == lead else 0))
+
+  return batch_at
+
+
 def bucket_lengths(lengths: Sequence[int], minimum: int = 64, multiple: int = 0) -> list[int]:
   """The padded length of each row under `length_grouped`'s buckets (what a memory plan of
   length-grouped batches plans for: `lib.plan.memory_plan`).

@@ -74,6 +74,8 @@ class SFTConfig(ConfigBlock):
   prefix: TensorBoard tag prefix.
   eval_every: steps between `evaluate` calls (0: only before the first and at the last step).
   validate_every: steps between `validate` calls (a multiple of log_every; 0: last step only).
+  validate_from: the first `validate` call is at validate_from + validate_every (a multiple of
+    log_every; e.g. the end of a drill lead, so validations fall on epochs of the main rows).
   start_fresh: move existing checkpoints aside and train from step 0 (`lib.train.setup.resume`).
   loss_chunk_tokens: the output head and loss run this many token positions at a time
     (`lib.models.chunked`: no [B, T, V] logits); 0 = full logits.
@@ -88,6 +90,7 @@ class SFTConfig(ConfigBlock):
   prefix: str = "sft/"
   eval_every: int = 0
   validate_every: int = 0
+  validate_from: int = 0
   start_fresh: bool = False
   loss_chunk_tokens: int = LOSS_CHUNK_TOKENS
 
@@ -122,8 +125,10 @@ def train(apply_fn: ApplyFn, state: TrainState, tx: optax.GradientTransformation
   """
   log_every, ckpt_every = cfg.log_every, cfg.ckpt_every
   prefix, eval_every, validate_every = cfg.prefix, cfg.eval_every, cfg.validate_every
-  if validate is not None and validate_every % log_every:
-    raise ValueError(f"validate_every={validate_every} must be a multiple of log_every={log_every}")
+  validate_from = cfg.validate_from
+  if validate is not None and (validate_every % log_every or validate_from % log_every):
+    raise ValueError(f"validate_every={validate_every} and validate_from={validate_from} must be "
+                     f"multiples of log_every={log_every}")
   step = _jit_step(apply_fn, tx, cfg, mesh, state_sharding)
   ckpt, state, start, meta = train_loop.resume(workdir, state, max_to_keep=cfg.max_to_keep,
                                                 subdir=cfg.ckpt_subdir,
@@ -167,7 +172,8 @@ def train(apply_fn: ApplyFn, state: TrainState, tx: optax.GradientTransformation
         metrics["lr"] = float(lr_schedule(it))
       if evaluate is not None and ((eval_every and done % eval_every == 0) or done == steps):
         last_eval = metrics["eval_loss"] = float(evaluate(state.params))
-      if validate is not None and ((validate_every and done % validate_every == 0)
+      if validate is not None and ((validate_every and done > validate_from
+                                    and (done - validate_from) % validate_every == 0)
                                    or done == steps):
         scalars, stop = validate(done, state.params)
         metrics.update({f"val_{k}": float(v) for k, v in scalars.items()})

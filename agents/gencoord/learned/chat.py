@@ -81,6 +81,13 @@ def sft_pairs(rows, surface: str = "dsl") -> list[tuple[list[dict], str]]:
   return [(messages(r.context, surface), r.target) for r in rows]
 
 
+def tokenizer_texts(rows, surface: str = "dsl") -> list[str]:
+  """The texts a recipe's from-scratch BPE is trained on: system prompt, prompt and target of
+  each row (experiments/gencoord/learned.py; the drill probe trains the same BPE)."""
+  system = system_prompt(surface)
+  return [system + "\n" + r.prompt + "\n" + r.target for r in rows]
+
+
 def prompt_text(tokenizer, ctx: LocalContext, surface: str = "dsl") -> str:
   """messages(ctx) through the tokenizer's chat template, ending with the assistant opener."""
   return render_chat(tokenizer, messages(ctx, surface), add_generation_prompt=True)

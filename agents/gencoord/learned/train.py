@@ -20,6 +20,17 @@ from lib.sft import batches as sft_batches, loop as sft_loop
 from lib.train import optim, setup as train_loop
 
 
+def drill_lead_steps(drill: dict | None, train_config) -> int:
+  """Steps of drill batches alone before the full rows (`train.drill.lead_epochs` epochs of the
+  drill rows at `train.drill.batch`; 0 without a drill or a lead)."""
+  lead_epochs = train_config.drill.get("lead_epochs", 0) if drill is not None else 0
+  if not lead_epochs:
+    return 0
+  per = sft_batches.steps_per_epoch(int(drill["input_ids"].shape[0]), train_config.drill.batch)
+  every = train_config.log_every         # a whole number of log steps: validations follow it
+  return max(1, round(per * lead_epochs / every)) * every
+
+
 def train_sft(arrays: dict, tokenizer, config, workdir: str, seed: int, tag: str = "sft",
               early_stopping=None, groups=None, drill=None):
   """Trains `config.model` on `arrays` (`lib.sft.chat_rows.encode_rows`, left-padded).
@@ -36,7 +47,8 @@ def train_sft(arrays: dict, tokenizer, config, workdir: str, seed: int, tag: str
     groups: optional group id per row (`sft_rows.contrast_groups`): batches of whole groups.
     drill: optional left-padded arrays of short-context drill rows (agents/gencoord/learned/
       drill.py): every other step is a drill batch of `train.drill.batch` rows, so the budget
-      is twice `train.epochs` epochs' steps of `arrays`.
+      is twice `train.epochs` epochs' steps of `arrays`, after `train.drill.lead_epochs`
+      epochs of drill batches alone (`drill_lead_steps`).
   Returns:
     (model, model_config, report); report: steps, rows, epochs, batch, train_tokens (prompt +
     target + EOS occurrences), wall_s, cpu_s, history [(step, loss)], resumed_from, params.
@@ -45,10 +57,12 @@ def train_sft(arrays: dict, tokenizer, config, workdir: str, seed: int, tag: str
   n = arrays["input_ids"].shape[0]
   sources = [sft_batches.epoch_batches(arrays, c.batch, seed, groups)]
   window = arrays["target_window"]
+  lead = 0
   if drill is not None:
     sources.append(sft_batches.epoch_batches(drill, c.drill.batch, seed))
     window = max(window, drill["target_window"])
-  total = sft_batches.steps_per_epoch(n, c.batch, groups) * c.epochs * len(sources)
+    lead = drill_lead_steps(drill, c)
+  total = sft_batches.steps_per_epoch(n, c.batch, groups) * c.epochs * len(sources) + lead
   tx = optim.adamw(lr=c.lr, total_steps=total, warmup_frac=c.warmup_frac,
                    schedule=c.schedule, decay_frac=c.decay_frac,
                    weight_decay=c.weight_decay, clip_norm=c.clip_norm)
@@ -57,14 +71,18 @@ def train_sft(arrays: dict, tokenizer, config, workdir: str, seed: int, tag: str
   settings = sft_loop.SFTConfig(
       target_window=window, log_every=c.log_every, ckpt_every=c.ckpt_every,
       max_to_keep=2, prefix=f"{tag}/", accum_steps=c.accum_steps,
-      validate_every=early_stopping.every if early_stopping else 0)
+      validate_every=early_stopping.every if early_stopping else 0,
+      validate_from=lead)
   run = sft_loop.train(apply_fn, state, tx,
-                       sft_batches.interleave(sources), total, workdir,
+                       sft_batches.lead_then_interleave(sources, len(sources) - 1, lead),
+                       total, workdir,
                        settings, mesh=mesh, state_sharding=state_sh,
                        validate=early_stopping and early_stopping.bind(apply_fn))
   nnx.update(model, run.state.params)
   report = {"steps": run.steps, "budget_steps": total, "rows": n,
-            "epochs": round(run.steps * c.epochs / total, 2),     # trained, not the budget
+            # epochs of the full rows trained (not the budget; the drill lead is none)
+            "epochs": round(max(0, run.steps - lead) * c.epochs / (total - lead), 2),
+            "drill_lead_steps": lead,
             "batch": c.batch, "stopped_early": run.steps < total,
             "drill_rows": 0 if drill is None else int(drill["input_ids"].shape[0]),
             "train_tokens": run.train_tokens, "wall_s": run.wall_s, "cpu_s": run.cpu_s,

@@ -130,3 +130,27 @@ def test_sender_probe_debug(tmp_path):
   for row in table:
     assert row["steps"] == 20 and row["rows_seen"] == 20 * config.train.batch
     assert 0 <= row["test_exact_%"] <= 100 and 0 <= row["train_exact_%"] <= 100
+
+
+def test_drill_probe_debug(tmp_path):
+  """The drill probe trains on drill rows only, validates every half epoch on validation senders
+  whose own-section prompts are no drill prompt, and reports 'never reached' as null."""
+  from agents.gencoord import data, suites
+  from agents.gencoord.learned import drill, training_recipes
+  config = _config("gencoord/drill_probe")
+  recipe = training_recipes.get(config.recipe)
+  [row] = registry.get(config.experiment)(config, str(tmp_path))
+  drill_rows = drill.drill_rows(config.drill_clusters_per_template, config.recipe)
+  assert row["drill_rows"] == len(drill_rows) and row["steps"] == -(-len(drill_rows) // 32)
+  with open(tmp_path / "validation.jsonl") as f:
+    steps = [json.loads(line)["step"] for line in f]
+  assert steps and [s for s, _ in row["trajectory"]] == steps
+  senders = [r for r in data.forward_rows(suites.suite(config.split), recipe.surface,
+                                                 recipe.horizon)
+             if r.stage.startswith("sender")][:config.max_val_rows]
+  assert row["validation_rows"] == len(senders) == config.max_val_rows
+  assert not {drill.drill_sha256(r) for r in senders} & {drill.drill_sha256(r) for r in drill_rows}
+  if row["validation_exact_%"] < 95:
+    assert row["first_step_at_95%"] is None
+  json.loads((tmp_path / "summary.json").read_text(),
+             parse_constant=lambda c: pytest.fail(f"bare {c} in summary.json"))

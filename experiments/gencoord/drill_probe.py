@@ -68,7 +68,9 @@ def run(config, workdir):
          f"first_step_at_{round(100 * config.reach)}%": reached,
          "validation_exact_%": round(100 * float(np.mean(final_val)), 1),
          "drill_exact_%": round(100 * float(np.mean(drill_exact)), 1),
-         "trajectory": trajectory, "train_wall_s": round(rep["wall_s"], 1)}
+         # "step: %" pairs, one string, so summary.md's table stays one line a row
+         "trajectory": ", ".join(f"{s}: {pct}" for s, pct in trajectory),
+         "train_wall_s": round(rep["wall_s"], 1)}
   logging.info("drill_probe seed %d: validation senders %.1f%%, own drill rows %.1f%%, "
                "%s%% reached at %s", config.seed, row["validation_exact_%"],
                row["drill_exact_%"], round(100 * config.reach), reached)
@@ -78,6 +80,6 @@ def run(config, workdir):
                 notes="Teacher-forced greedy exact match (every target token and EOS) of the "
                       f"`{config.split}` split's sender rows and of every "
                       f"{config.drill_stride}th drill row trained on, all from own-section "
-                      "prompts. trajectory: (step, validation sender rows exact %).",
+                      "prompts. trajectory: step: validation sender rows exact (%).",
                 key=["seed"], debug=config.debug)
   return [row]

@@ -87,3 +87,23 @@ def test_training_interleaves_full_and_drill_batches(setup, tmp_path):
       int(sft_batches.epoch_batches(darr, 20, 0)(k)["attention_mask"].sum()) for k in range(4))
   assert rep["train_tokens"] == want
   assert np.isfinite(rep["history"][-1][1])
+
+
+def test_a_drill_lead_comes_first_and_adds_its_steps(setup, tmp_path):
+  """train.drill.lead_epochs: that many epochs of drill batches alone, then the interleaved
+  recipe; the lead's steps are added to the budget, and `epochs` counts the full rows only."""
+  tok, arrays = setup
+  drows = drill.drill_rows(4)[:40]
+  darr = sft_batches.left_padded(chat_rows.encode_rows(tok, drill.drill_pairs(drows)),
+                                 tok.pad_token_id or 0)
+  cfg = _config(epochs=2)
+  cfg.train.drill = dict(clusters_per_template=4, batch=20, lead_epochs=1.5)
+  assert train.drill_lead_steps(darr, cfg.train) == 3          # 2 drill batches an epoch
+  assert train.drill_lead_steps(None, cfg.train) == 0
+  _, _, rep = train.train_sft(arrays, tok, cfg, str(tmp_path / "run"), seed=0, drill=darr)
+  assert rep["steps"] == rep["budget_steps"] == 8 + 3 and rep["drill_lead_steps"] == 3
+  assert rep["epochs"] == 2
+  # tokens: the 7 drill batches 0..6 (3 in the lead, 4 interleaved) and 2 epochs of full rows
+  want = 2 * int(arrays["attention_mask"].sum()) + sum(
+      int(sft_batches.epoch_batches(darr, 20, 0)(k)["attention_mask"].sum()) for k in range(7))
+  assert rep["train_tokens"] == want

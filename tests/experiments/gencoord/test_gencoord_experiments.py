@@ -144,7 +144,7 @@ def test_drill_probe_debug(tmp_path):
   assert row["drill_rows"] == len(drill_rows) and row["steps"] == -(-len(drill_rows) // 32)
   with open(tmp_path / "validation.jsonl") as f:
     steps = [json.loads(line)["step"] for line in f]
-  assert steps and [s for s, _ in row["trajectory"]] == steps
+  assert steps and [int(p.split(":")[0]) for p in row["trajectory"].split(", ")] == steps
   senders = [r for r in data.forward_rows(suites.suite(config.split), recipe.surface,
                                                  recipe.horizon)
              if r.stage.startswith("sender")][:config.max_val_rows]

@@ -156,3 +156,20 @@ def test_interleave_takes_turns_and_replays_each_source_by_its_own_index():
   assert mixed(0)["input_ids"].shape[0] == 8 and mixed(1)["input_ids"].shape[0] == 20
   with pytest.raises(ValueError):
     sft_batches.interleave([])
+
+
+def test_lead_then_interleave_leads_with_one_source_then_continues_it_without_replay():
+  long = sft_batches.left_padded(_examples(16, seed=1), pad_id=0)
+  short = sft_batches.left_padded([(p[:3], t) for p, t in _examples(40, seed=2)], pad_id=0)
+  a, b = sft_batches.epoch_batches(long, 8, seed=0), sft_batches.epoch_batches(short, 4, seed=0)
+  led = sft_batches.lead_then_interleave([a, b], lead=1, lead_steps=3)
+  # b's batches 0, 1, 2 alone; then a 0, b 3, a 1, b 4: b is never replayed
+  want = [b(0), b(1), b(2), a(0), b(3), a(1), b(4)]
+  for step, w in enumerate(want):
+    np.testing.assert_array_equal(led(step)["input_ids"], w["input_ids"])
+  plain = sft_batches.interleave([a, b])
+  no_lead = sft_batches.lead_then_interleave([a, b], lead=1, lead_steps=0)
+  for step in range(6):
+    np.testing.assert_array_equal(no_lead(step)["input_ids"], plain(step)["input_ids"])
+  with pytest.raises(ValueError):
+    sft_batches.lead_then_interleave([a, b], lead=2, lead_steps=1)

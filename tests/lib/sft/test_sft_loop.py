@@ -32,7 +32,7 @@ def arrays():
 
 
 def _run(workdir, arrays, steps=8, ckpt_every=4, start_fresh=False, validate=None,
-         validate_every=0, log_every=1):
+         validate_every=0, log_every=1, validate_from=0):
   model, _, _ = model_setup.build_model(config_blocks.model_block(overrides=SMALL), seed=0)
   apply_fn, params = nnx_apply_fn(model)
   tx = optim.adamw(lr=1e-2, total_steps=steps, warmup_frac=0.0)
@@ -40,7 +40,7 @@ def _run(workdir, arrays, steps=8, ckpt_every=4, start_fresh=False, validate=Non
   held_out = {k: arrays[k] for k in sft_batches.KEYS}
   settings = sft_loop.SFTConfig(target_window=arrays["target_window"], log_every=log_every,
                                 ckpt_every=ckpt_every, start_fresh=start_fresh,
-                                validate_every=validate_every)
+                                validate_every=validate_every, validate_from=validate_from)
   return sft_loop.train(apply_fn, TrainState.create(params, tx), tx,
                         sft_batches.epoch_batches(arrays, 8, seed=0), steps, str(workdir),
                         settings, evaluate=lambda p: float(evaluate(p, held_out)),
@@ -111,6 +111,13 @@ def test_validation_without_a_stop_runs_the_whole_budget(arrays, tmp_path):
   run = _run(tmp_path, arrays, steps=6, validate=lambda s, p: (seen.append(s) or {}, False),
              validate_every=4)
   assert run.steps == 6 and seen == [4, 6]          # every 4 steps and at the last one
+
+
+def test_validation_counts_its_period_from_validate_from(arrays, tmp_path):
+  seen = []
+  run = _run(tmp_path, arrays, steps=11, validate=lambda s, p: (seen.append(s) or {}, False),
+             validate_every=4, validate_from=3)
+  assert run.steps == 11 and seen == [7, 11]        # 3 + 4, 3 + 8 (the last step too)
 
 
 def test_validation_period_must_be_a_multiple_of_the_log_period(arrays, tmp_path):

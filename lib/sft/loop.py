@@ -127,8 +127,8 @@ def train(apply_fn: ApplyFn, state: TrainState, tx: optax.GradientTransformation
   prefix, eval_every, validate_every = cfg.prefix, cfg.eval_every, cfg.validate_every
   validate_from = cfg.validate_from
   if validate is not None and (validate_every % log_every or validate_from % log_every):
-    raise ValueError(f"validate_every={validate_every} and validate_from={validate_from} must be "
-                     f"multiples of log_every={log_every}")
+    raise ValueError(f"validate_every={validate_every} and validate_from={validate_from} must "
+                     f"each be a multiple of log_every={log_every}")
   step = _jit_step(apply_fn, tx, cfg, mesh, state_sharding)
   ckpt, state, start, meta = train_loop.resume(workdir, state, max_to_keep=cfg.max_to_keep,
                                                 subdir=cfg.ckpt_subdir,

@@ -111,7 +111,7 @@ def get_config(arg=None):
     paper_scale.apply(c, "gencoord")
     # micro 4 x accumulation 4 (paper_scale.PRESETS["gencoord"]); the plan's micro-batch follows
     # The paper's recipe: no validation stop, no drill, plain row permutations
-    c.train.update(batch=16, lr=1e-5, epochs=2, batching="rows")
+    c.train.update(batch=16, lr=1e-5, epochs=2, batching="rows", schedule="cosine")
     c.train.select = None
     c.train.drill.clusters_per_template = 0
     c.train.accum_steps = 4

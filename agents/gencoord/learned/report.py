@@ -196,6 +196,7 @@ def write(config, workdir, rows, specs, eps, train_reports, timing, throughput, 
   train_table = [{"model": k, **{f: v[f] for f in ("rows", "drill_rows", "epochs", "batch",
                                                     "steps", "train_tokens", "params", "seq_len",
                                                     "mean_prompt_tokens", "mean_target_tokens")},
+                  "drill_lead_steps": v.get("drill_lead_steps", 0),
                   "budget_steps": v.get("budget_steps", v["steps"]),
                   "final_loss": v["history"][-1][1] if v["history"] else float("nan"),
                   "train_wall_s": v["wall_s"], "train_cpu_s": v["cpu_s"]}

@@ -54,9 +54,11 @@ def test_quickstart_pipeline_tiny(tmp_path):
   for f in out["figures"]:
     assert f"]({f})" in md and (tmp_path / f).read_bytes()[:4] == b"\x89PNG"
   train = out["training"][0]
-  # 4 batches of 16 full rows, each followed by a drill batch (the debug drill: 20 worlds per
-  # template, 320 sender rows with the agent's own sections only)
-  assert train["rows"] == 64 and train["drill_rows"] == 320 and train["steps"] == 8
+  # The drill lead first (3 epochs of the debug drill's 320 sender rows, 20 worlds per template,
+  # agent's own sections only, at 32 a batch: 30 steps), then 4 batches of 16 full rows, each
+  # followed by a drill batch.
+  assert train["rows"] == 64 and train["drill_rows"] == 320
+  assert train["drill_lead_steps"] == 30 and train["steps"] == 30 + 8
   assert len((tmp_path / "data/direct_dsl_drill.jsonl").read_text().splitlines()) == 320
   # Rerun: training resumes at its final checkpoint, finished episodes are skipped.
   again = gencoord_learned.run(c, str(tmp_path))

@@ -63,9 +63,10 @@ def base(arg) -> ml_collections.ConfigDict:
                  # the first epoch at which every validation cluster is exact ends training
                  # (agents/gencoord/learned/validation.py). It never looks at a held-out
                  # cluster. Floats, so `--config.train.select.every_epochs=0.25` parses. None:
-                 # train the whole budget.
+                 # train the whole budget. keep: the model kept, the final step's ("last") or
+                 # the best validation's ("best": highest cluster, then row exact match).
                  select=dict(split="intervention", every_epochs=1.0,
-                             min_epochs=1.0 if arg.debug else 6.0, stop_at=1.0),
+                             min_epochs=1.0 if arg.debug else 6.0, stop_at=1.0, keep="last"),
                  # The short-context sender drill (agents/gencoord/learned/drill.py): the sender
                  # rows of this many training worlds per template (suites
                  # .TRAIN_PER_TEMPLATE_MAX), prompted with the agent's own sections only (~107

@@ -128,7 +128,8 @@ def _early_stopping(config, recipe_name, tok, mdir, per_epoch: int, sources: int
   select: split (a forward split other than heldout), every_epochs, min_epochs (either may be
   a fraction of an epoch of the full rows, `per_epoch` batches; with `sources` interleaved batch
   sources an epoch takes that many times its steps), stop_at (cluster exact match in [0, 1]
-  that ends training). Epochs count from the end of a drill lead of `lead` steps."""
+  that ends training), keep ("last": the final step's model; "best": the best validation's,
+  its params under <mdir>/best). Epochs count from the end of a drill lead of `lead` steps."""
   sel = config.train.select
   if not sel:
     return None
@@ -140,7 +141,9 @@ def _early_stopping(config, recipe_name, tok, mdir, per_epoch: int, sources: int
   return validation.EarlyStopping(vset, tok, every=every,
                                   min_steps=lead + round(spe * sel["min_epochs"]),
                                   stop_at=sel["stop_at"],
-                                  path=os.path.join(mdir, "validation.jsonl"))
+                                  path=os.path.join(mdir, "validation.jsonl"),
+                                  keep=sel.get("keep", "last"),
+                                  best_dir=os.path.join(mdir, "best"))
 
 
 def _drill(config, recipe_name, tok, workdir):

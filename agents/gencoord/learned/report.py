@@ -162,6 +162,7 @@ def validation_table(train_reports) -> list:
         missing += f"; +{len(worst) - _SHOWN} more"
       out.append({"model": name, "step": v["step"], "row_exact_%": 100 * v["row_exact"],
                   "cluster_exact_%": 100 * v["cluster_exact"], "stop": v["stop"],
+                  "kept": v["step"] == rep.get("kept_step", rep["steps"]),
                   "not_exact (first wrong field)": missing or "-"})
   return out
 
@@ -197,6 +198,7 @@ def write(config, workdir, rows, specs, eps, train_reports, timing, throughput, 
                                                     "steps", "train_tokens", "params", "seq_len",
                                                     "mean_prompt_tokens", "mean_target_tokens")},
                   "drill_lead_steps": v.get("drill_lead_steps", 0),
+                  "kept_step": v.get("kept_step", v["steps"]),
                   "budget_steps": v.get("budget_steps", v["steps"]),
                   "final_loss": v["history"][-1][1] if v["history"] else float("nan"),
                   "train_wall_s": v["wall_s"], "train_cpu_s": v["cpu_s"]}

@@ -9,8 +9,9 @@ checkpoint is the one this run would have written:
   config.json   the `model`, `mesh` and `train` blocks, `number_tokens`,
                 `train_clusters_per_template` and `max_rows` are equal, and the seed was trained
                 there. One difference is allowed: `train.select` (the validation stop) may be off
-                here when the other run's stop never fired (its validation history has no stop),
-                since validation only reads the parameters
+                here when the other run's stop never fired (its validation history has no stop)
+                and it kept its final step (`train.select.keep="last"`), since validation only
+                reads the parameters; a reused `keep="best"` model brings its `best/` params
   run_env.json  the numerics settings and versions are equal (lib/run/run_env.py); a run without
                 the record is reused with a warning
   data/         `<recipe>.jsonl` and `<recipe>_drill.jsonl` are byte-identical (or both absent)
@@ -98,6 +99,11 @@ def model_dir(workdir: str, recipe: str, seed: int) -> str:
   return os.path.join(workdir, "models", recipe, f"s{seed}")
 
 
+def _select(block: dict | None) -> dict | None:
+  """A `train.select` block with the fields later added given their default values."""
+  return None if block is None else {"keep": "last", **block}
+
+
 def check(ours: dict, workdir: str, other: str, recipe: str, seed: int
           ) -> tuple[list[str], list[str]]:
   """Whether `other`'s model of (recipe, seed) is the one `workdir`'s run would train.
@@ -127,7 +133,7 @@ def check(ours: dict, workdir: str, other: str, recipe: str, seed: int
   for key, value in _ADDED_TRAIN_FIELDS.items():
     train_ours.setdefault(key, value)
     train_theirs.setdefault(key, value)
-  sel_ours, sel_theirs = train_ours.pop("select", None), train_theirs.pop("select", None)
+  sel_ours, sel_theirs = (_select(t.pop("select", None)) for t in (train_ours, train_theirs))
   if train_ours != train_theirs:
     keys = sorted(k for k in set(train_ours) | set(train_theirs)
                   if train_ours.get(k) != train_theirs.get(k))
@@ -137,6 +143,9 @@ def check(ours: dict, workdir: str, other: str, recipe: str, seed: int
     if sel_ours is not None or fired is not False:
       reasons.append("train.select differs" + (
           "" if sel_ours is not None else " and its validation stop fired or left no history"))
+    elif sel_theirs["keep"] == "best":
+      reasons.append("its model is the best validation's (train.select.keep=best), not the final "
+                     "step's")
   env_ours, env_theirs = run_env.load(workdir), run_env.load(other)
   if env_theirs is None:
     warnings.append(f"{other} has no {run_env.FILENAME}: its numerics settings are not recorded")
@@ -185,6 +194,9 @@ def adopt(ours: dict, workdir: str, others, recipe: str, seed: int, log=print) -
     history = os.path.join(src, "validation.jsonl")
     if ours.get("train", {}).get("select") is not None and os.path.exists(history):
       shutil.copyfile(history, os.path.join(dst, "validation.jsonl"))
+      if os.path.isdir(os.path.join(src, "best")):       # the kept model of keep="best"
+        shutil.copytree(os.path.join(src, "best"), os.path.join(dst, "best"),
+                        ignore=shutil.ignore_patterns("*tmp*"))
     log(f"reuse {recipe}/s{seed}: checkpoints copied from {src}")
     return other
   return None

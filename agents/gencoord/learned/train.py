@@ -78,8 +78,12 @@ def train_sft(arrays: dict, tokenizer, config, workdir: str, seed: int, tag: str
                        total, workdir,
                        settings, mesh=mesh, state_sharding=state_sh,
                        validate=early_stopping and early_stopping.bind(apply_fn))
-  nnx.update(model, run.state.params)
+  # train.select.keep="best": the best validation's model, not the last step's
+  params, kept_step = (early_stopping.kept_params(run.state.params) if early_stopping
+                       else (run.state.params, None))
+  nnx.update(model, params)
   report = {"steps": run.steps, "budget_steps": total, "rows": n,
+            "kept_step": kept_step if kept_step is not None else run.steps,
             # epochs of the full rows trained (not the budget; the drill lead is none)
             "epochs": round(max(0, run.steps - lead) * c.epochs / (total - lead), 2),
             "drill_lead_steps": lead,

@@ -25,6 +25,7 @@ import numpy as np
 from agents.gencoord import data, suites
 from agents.gencoord.learned import chat, training_recipes
 from lib.sft import batches as sft_batches, chat_rows
+from lib.train import checkpoint
 
 SPLIT = "intervention"
 
@@ -157,21 +158,60 @@ def summarize(vset: ValidationSet, exact: np.ndarray, first: np.ndarray, tokeniz
       list(clusters.values()))), "per_binding": per_binding, "errors": errors}
 
 
+def _rank(record: dict) -> tuple:
+  """How validations compare for `keep="best"`: cluster exact match, then row exact match, then
+  the later step (of equals, the model trained longer)."""
+  return record["cluster_exact"], record["row_exact"], record["step"]
+
+
 class EarlyStopping:
   """Validation every `every` steps; stop once the cluster exact match reaches `stop_at`.
 
   The rule is fixed in the config before a run (`train.select`), never read off held-out
   results: from step `min_steps` on, the first validation whose cluster exact match is at least
-  `stop_at` ends training, and that step's model is the one kept. Without such a validation the
-  run trains its full budget and keeps the final step. Every validation is appended to
+  `stop_at` ends training. Without such a validation the run trains its full budget. The model
+  kept is the final step's (`keep="last"`) or the best validation's (`keep="best"`: highest
+  cluster, then row exact match, the later step of equals; its params are saved to `best_dir`
+  when it is validated, so a resumed run keeps it). Every validation is appended to
   `<workdir>/validation.jsonl` (step, rates, per-binding rates, first-error fields).
   """
 
   def __init__(self, vset: ValidationSet, tokenizer, *, every: int, min_steps: int,
-               stop_at: float, path: str):
+               stop_at: float, path: str, keep: str = "last", best_dir: str | None = None):
+    if keep not in ("last", "best"):
+      raise ValueError(f"train.select.keep must be 'last' or 'best', not {keep!r}")
+    if keep == "best" and not best_dir:
+      raise ValueError('keep="best" needs a best_dir for the best model\'s params')
     self.vset, self.tokenizer, self.every = vset, tokenizer, every
     self.min_steps, self.stop_at, self.path = min_steps, stop_at, path
+    self.keep, self.best_dir = keep, best_dir
     self.last: dict | None = None
+
+  def best(self) -> dict | None:
+    """The best validation so far (`_rank`) of this run and any run it resumed, or None."""
+    records = history(self.path)
+    return max(records, key=_rank) if records else None
+
+  def _save_if_best(self, record: dict, params) -> None:
+    best = self.best()
+    if best is not None and _rank(best) > _rank(record):
+      return
+    ckpt = checkpoint.Checkpointer(self.best_dir, max_to_keep=1)
+    if record["step"] not in ckpt.all_steps():   # a resumed run re-validates saved steps
+      ckpt.save(record["step"], params, metadata={k: record[k] for k in
+                                                   ("cluster_exact", "row_exact")})
+    ckpt.close()
+
+  def kept_params(self, params):
+    """-> (params of the kept model, its step or None for the final one). `params` is the final
+    step's (and the template the best model's params restore into)."""
+    best = self.best() if self.keep == "best" else None
+    if best is None:
+      return params, None
+    ckpt = checkpoint.Checkpointer(self.best_dir, max_to_keep=1)
+    restored, _ = ckpt.restore(template=params, step=best["step"])
+    ckpt.close()
+    return restored, best["step"]
 
   def bind(self, apply_fn):
     """-> validate(step, params) -> (scalars, stop), the `lib.sft.loop.train` hook."""
@@ -182,6 +222,8 @@ class EarlyStopping:
       summary = summarize(self.vset, exact, first, self.tokenizer)
       stop = step >= self.min_steps and summary["cluster_exact"] >= self.stop_at
       self.last = dict(step=step, stop=bool(stop), **summary)
+      if self.keep == "best":          # before the record is appended: it is compared with the rest
+        self._save_if_best(self.last, params)
       with open(self.path, "a", encoding="utf-8") as f:
         f.write(json.dumps(self.last, sort_keys=True) + "\n")
       return {"row_exact": summary["row_exact"],

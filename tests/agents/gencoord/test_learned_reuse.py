@@ -182,3 +182,24 @@ def test_a_tokenizer_spelled_differently_is_the_same_when_it_encodes_the_same(tm
   (tmp_path / "d/tokenizer.json").write_text(json.dumps({**spec, "model": merges}))
   assert not reuse._same_tokenizer(str(tmp_path / "a/tokenizer.json"),
                                    str(tmp_path / "d/tokenizer.json"), [str(data)])
+
+
+def test_a_keep_best_model_is_reused_only_by_a_run_that_keeps_the_best_too(tmp_path):
+  best_cfg = _changed(select={"split": "intervention", "stop_at": 1.0, "keep": "best"})
+  other = _run_dir(tmp_path, "best", config=best_cfg, validation=[False, False])
+  (other / "models/direct_dsl/s0/best/480").mkdir(parents=True)
+  # A run without the stop keeps the final step: not the model that run kept.
+  nosel_cfg = _changed(select=None)
+  nosel = _run_dir(tmp_path, "nosel", config=nosel_cfg, steps=())
+  reasons, _ = reuse.check(nosel_cfg, str(nosel), str(other), "direct_dsl", 0)
+  assert reasons and "keep=best" in reasons[0]
+  # A run that keeps the best takes it, with its best/ params; one that keeps the last does not.
+  ours = _run_dir(tmp_path, "ours", config=best_cfg, steps=())
+  assert reuse.check(best_cfg, str(ours), str(other), "direct_dsl", 0)[0] == []
+  assert reuse.adopt(best_cfg, str(ours), [str(other)], "direct_dsl", 0) == str(other)
+  assert (ours / "models/direct_dsl/s0/best/480").is_dir()
+  last = _run_dir(tmp_path, "last", steps=())
+  assert "train.select differs" in reuse.check(_CONFIG, str(last), str(other), "direct_dsl", 0)[0]
+  # A config written before `keep` existed keeps the last: the same as keep="last".
+  keep_last = _changed(select={"split": "intervention", "stop_at": 1.0, "keep": "last"})
+  assert reuse.check(keep_last, str(last), str(_run_dir(tmp_path, "old")), "direct_dsl", 0)[0] == []

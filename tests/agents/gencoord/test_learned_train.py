@@ -107,3 +107,35 @@ def test_a_drill_lead_comes_first_and_adds_its_steps(setup, tmp_path):
   want = 2 * int(arrays["attention_mask"].sum()) + sum(
       int(sft_batches.epoch_batches(darr, 20, 0)(k)["attention_mask"].sum()) for k in range(7))
   assert rep["train_tokens"] == want
+
+
+class _KeepStep:
+  """A validation rule that keeps the params it saw at `step` (the interface of
+  agents.gencoord.learned.validation.EarlyStopping that train_sft uses)."""
+
+  def __init__(self, step):
+    self.every, self.step, self.seen = 2, step, {}
+
+  def bind(self, apply_fn):
+    del apply_fn
+    def validate(step, params):
+      self.seen[step] = jax.tree.map(np.asarray, params)
+      return {}, False
+    return validate
+
+  def kept_params(self, params):
+    del params
+    return self.seen[self.step], self.step
+
+
+def test_the_model_returned_is_the_one_the_validation_rule_keeps(setup, tmp_path):
+  tok, arrays = setup
+  rule = _KeepStep(4)
+  model, _, rep = train.train_sft(arrays, tok, _config(), str(tmp_path / "run"), seed=0,
+                                  early_stopping=rule)
+  assert sorted(rule.seen) == [2, 4, 6, 8] and rep["steps"] == 8 and rep["kept_step"] == 4
+  kept = jax.tree.leaves(rule.seen[4])
+  final = jax.tree.leaves(rule.seen[8])
+  assert any(not np.allclose(a, b) for a, b in zip(kept, final))
+  for a, b in zip(_params(model), kept):
+    np.testing.assert_array_equal(np.asarray(a), b)

@@ -86,3 +86,39 @@ def test_early_stopping_rule_and_its_log(tok, tmp_path):
   validate(20, None)                                   # a resumed run re-validates step 20
   assert [r["step"] for r in validation.history(path)] == [10, 20]
   assert validation.history(str(tmp_path / "none.jsonl")) == []
+
+
+def test_keep_best_restores_the_best_validations_params_even_after_a_resume(tok, tmp_path):
+  """keep="best": the params of the validation with the highest cluster (then row) exact match
+  are the kept model, the later of equals; a resumed run (a new rule object, the same files)
+  keeps them, and keep="last" returns the final params."""
+  vset = validation.build("direct_dsl", tok)
+  vocab = len(tok)
+  bad = tok.convert_tokens_to_ids("SITE_B")             # a binding id: some rows go wrong
+
+  def apply_fn(params, input_ids, attention_mask, last=0):
+    # params["good"] = 1: a perfect model; 0: wrong wherever the next token is `bad`
+    perfect = _stand_in(-1, vocab)(None, input_ids, attention_mask, last)
+    flawed = _stand_in(bad, vocab)(None, input_ids, attention_mask, last)
+    return jnp.where(params["good"] > 0, perfect, flawed)
+
+  path, best_dir = str(tmp_path / "validation.jsonl"), str(tmp_path / "best")
+  kw = dict(every=10, min_steps=1000, stop_at=1.0, path=path, keep="best", best_dir=best_dir)
+  rule = validation.EarlyStopping(vset, tok, **kw)
+  validate = rule.bind(apply_fn)
+  p = lambda good, tag: {"good": jnp.asarray(good), "tag": jnp.asarray(tag)}
+  validate(10, p(0, 10))
+  validate(20, p(1, 20))                # the best
+  validate(30, p(0, 30))
+  params, step = rule.kept_params(p(0, 99))
+  assert step == 20 and int(params["tag"]) == 20 and int(params["good"]) == 1
+  # Resumed: a new rule over the same files; an equal validation later wins (trained longer).
+  again = validation.EarlyStopping(vset, tok, **kw)
+  again.bind(apply_fn)(40, p(1, 40))
+  assert again.kept_params(p(0, 99))[1] == 40
+  assert int(again.kept_params(p(0, 99))[0]["tag"]) == 40
+  last = validation.EarlyStopping(vset, tok, **{**kw, "keep": "last"})
+  kept, step = last.kept_params(p(0, 99))
+  assert step is None and int(kept["tag"]) == 99
+  with pytest.raises(ValueError, match="keep"):
+    validation.EarlyStopping(vset, tok, **{**kw, "keep": "first"})

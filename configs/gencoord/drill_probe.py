@@ -8,7 +8,7 @@ python launch.py --config=configs/gencoord/drill_probe.py:seed=3 --workdir=runs/
     --config.train.weight_decay=0.1
 
 Trains the quickstart's model (configs/gencoord/learned_common.py: 2 layers, d = 128, its BPE,
-AdamW with its learning rate, a cosine schedule) on the 15,360 drill rows only, batch 32 as in the
+AdamW at lr 3e-3 with a cosine schedule) on the 15,360 drill rows only, batch 32 as in the
 quickstart's drill, for `train.epochs` epochs of them (480 steps each), and records the validation
 split's sender rows (own-section prompts) every half epoch (experiments/gencoord/drill_probe.py).
 About 2 minutes an epoch on one CPU core.
@@ -36,10 +36,10 @@ def get_config(arg=None):
   c.train = dict(quick.train)
   for key in ("select", "drill", "batching"):            # the drill rows are the whole run here
     del c.train[key]
-  # A cosine over the probe's epochs (the probe's figures in configs/gencoord/README.md were
-  # measured so; the quickstart's WSD would hold the lr flat over a short probe).
+  # lr 3e-3 and a cosine over the probe's epochs (the probe's figures in configs/gencoord/
+  # README.md were measured so; the quickstart's WSD would hold the lr flat over a short probe).
   c.train.update(batch=quick.train.drill.batch, epochs=1 if arg.debug else arg.epochs,
-                 schedule="cosine",
+                 schedule="cosine", lr=3e-3,
                  log_every=1 if arg.debug else 10, ckpt_every=1_000_000)
   c.validate_every_epochs = 0.5
   c.reach = 0.95                 # summary: the first validation step with this share exact
